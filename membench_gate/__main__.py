@@ -1,0 +1,5 @@
+"""``python -m membench_gate``."""
+
+from membench_gate.cli import main
+
+raise SystemExit(main())

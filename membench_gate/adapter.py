@@ -1,0 +1,185 @@
+"""The adapter contract: how a memory system plugs into the suites.
+
+An adapter is any object with ``reset()``, ``ingest(records)``, ``search(query) -> Answer`` and,
+optionally, ``push(query) -> list[str]``. It is named in ``membench.toml`` as ``module:attr`` (a class
+or a factory) and built with the ``[adapter.options]`` table as keyword arguments.
+
+Every call the suites make goes through :class:`AdapterSession`, which validates what the adapter
+returns and turns any exception into a one-line :class:`GateError` naming the suite, the item and
+the call, so a crashing memory system never produces a traceback or a half-written results file.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from membench_gate.errors import GateError
+
+
+@dataclass(frozen=True)
+class Record:
+    """One thing the memory is asked to store."""
+
+    id: str
+    text: str
+    source: str = "default"
+    files: tuple[str, ...] = ()
+    created_at: datetime | None = None
+    reviewed_at: datetime | None = None
+    relevance: float | None = None
+    entity: str | None = None
+    aliases: tuple[str, ...] = ()
+    meta: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Query:
+    """A question to the memory. ``context`` holds the earlier turns of a conversation."""
+
+    text: str
+    k: int
+    source: str = "default"
+    files: tuple[str, ...] = ()
+    as_of: datetime | None = None
+    context: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Hit:
+    """A ranked result: the id of a stored record and the system's score for it."""
+
+    id: str
+    score: float
+
+
+@dataclass(frozen=True)
+class Answer:
+    """Ranked hits, best first, and whether the system abstains.
+
+    The hits are returned even when ``abstain`` is true: they are what retrieval alone would have
+    answered, and the floor-off control reads them.
+    """
+
+    hits: list[Hit]
+    abstain: bool = False
+
+
+@runtime_checkable
+class MemoryAdapter(Protocol):
+    """What a memory system implements (``push`` is optional)."""
+
+    def reset(self) -> None: ...
+
+    def ingest(self, records: Sequence[Record]) -> None: ...
+
+    def search(self, query: Query) -> Answer: ...
+
+
+def default_push(answer: Answer, k: int) -> list[str]:
+    """The documented default for adapters without ``push``: search hits unless it abstains."""
+    if answer.abstain:
+        return []
+    return [hit.id for hit in answer.hits[:k]]
+
+
+def load_adapter(target: str, options: Mapping[str, Any], base_dir: Path | None = None) -> Any:
+    """Import ``module:attr`` and call it with ``options`` as keyword arguments.
+
+    ``base_dir`` (the folder of ``membench.toml``) is put on ``sys.path`` so a memory repo's own
+    adapter module imports without being installed.
+    """
+    module_name, sep, attr = target.partition(":")
+    if not sep or not module_name or not attr:
+        raise GateError(f"adapter.python: {target!r} is not of the form 'module:attr'")
+    if base_dir is not None and str(base_dir) not in sys.path:
+        sys.path.insert(0, str(base_dir))
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:  # any import-time failure of user code is a config error
+        raise GateError(
+            f"adapter.python: cannot import module {module_name!r}: {type(exc).__name__}: "
+            f"{_one_line(exc)}"
+        ) from exc
+    obj: Any = module
+    for part in attr.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError as exc:
+            raise GateError(
+                f"adapter.python: module {module_name!r} has no attribute {attr!r}"
+            ) from exc
+    if not callable(obj):
+        raise GateError(f"adapter.python: {target!r} is not a class or factory")
+    try:
+        adapter = obj(**dict(options))
+    except Exception as exc:
+        raise GateError(
+            f"adapter: {target}(**options) failed: {type(exc).__name__}: {_one_line(exc)}"
+        ) from exc
+    for verb in ("reset", "ingest", "search"):
+        if not callable(getattr(adapter, verb, None)):
+            raise GateError(f"adapter: {target} has no {verb}() method")
+    return adapter
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return text[:300] if text else "(no message)"
+
+
+class AdapterSession:
+    """Calls the adapter on behalf of one suite and checks every answer it gives."""
+
+    def __init__(self, adapter: Any, suite: str) -> None:
+        self.adapter = adapter
+        self.suite = suite
+
+    def _fail(self, verb: str, item: str | None, why: str) -> GateError:
+        where = f"suite {self.suite}" + (f", item {item}" if item else "")
+        return GateError(f"adapter {verb}() failed in {where}: {why}")
+
+    def _call(self, verb: str, item: str | None, *args: Any) -> Any:
+        try:
+            return getattr(self.adapter, verb)(*args)
+        except GateError:
+            raise
+        except Exception as exc:
+            raise self._fail(verb, item, f"{type(exc).__name__}: {_one_line(exc)}") from exc
+
+    def reset(self, item: str | None = None) -> None:
+        self._call("reset", item)
+
+    def ingest(self, records: Sequence[Record], item: str | None = None) -> None:
+        self._call("ingest", item, list(records))
+
+    def search(self, query: Query, item: str) -> Answer:
+        answer = self._call("search", item, query)
+        hits = getattr(answer, "hits", None)
+        abstain = getattr(answer, "abstain", None)
+        if not isinstance(hits, (list, tuple)) or not isinstance(abstain, bool):
+            raise self._fail("search", item, "did not return an Answer(hits=[...], abstain=bool)")
+        checked: list[Hit] = []
+        for hit in hits:
+            hit_id = getattr(hit, "id", None)
+            score = getattr(hit, "score", None)
+            if not isinstance(hit_id, str) or not isinstance(score, (int, float)):
+                raise self._fail("search", item, f"returned a hit that is not Hit(id, score): {hit!r}")
+            if not math.isfinite(score):
+                raise self._fail("search", item, f"returned a non-finite score for {hit_id!r}")
+            checked.append(Hit(hit_id, float(score)))
+        return Answer(checked, abstain)
+
+    def push(self, query: Query, item: str) -> list[str]:
+        if not callable(getattr(self.adapter, "push", None)):
+            return default_push(self.search(query, item), query.k)
+        ids = self._call("push", item, query)
+        if not isinstance(ids, (list, tuple)) or not all(isinstance(i, str) for i in ids):
+            raise self._fail("push", item, "did not return a list of ids (list[str])")
+        return list(ids)

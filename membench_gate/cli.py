@@ -1,0 +1,153 @@
+"""Command line: argument parsing and dispatch only; one function per command.
+
+Exit codes are the verdict: 0 PASS · 1 REGRESSION · 2 BLESS REQUIRED · 3 INCONCLUSIVE · 4 ERROR.
+Bad usage and every user-facing error exit 4 with one line on stderr (a traceback only with
+``--debug``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import traceback
+from collections.abc import Sequence
+from pathlib import Path
+
+from membench_gate import __version__
+from membench_gate.errors import GateError
+
+EXIT_ERROR = 4
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that exits 4 (ERROR) on bad usage instead of 2, which means BLESS REQUIRED here."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise GateError(f"{self.prog}: {message} (see --help)")
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", type=Path, default=Path("membench.toml"),
+                        help="gate config (default: membench.toml)")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="membench-gate", description=__doc__.splitlines()[0] if __doc__ else "")
+    parser.add_argument("--version", action="version", version=f"membench-gate {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    run = commands.add_parser("run", help="run the suites and write a results file")
+    _common(run)
+    run.add_argument("--out", type=Path, help="results file to write (JSON)")
+    run.add_argument("--suite", action="append", default=[], metavar="NAME",
+                     help="run only this suite (repeatable)")
+    run.add_argument("--include-holdout", action="store_true",
+                     help="score holdout items too (changes the measurement)")
+
+    check = commands.add_parser("check", help="run and gate against the base commit's baseline")
+    _common(check)
+    check.add_argument("--base-ref", metavar="REV", help="base commit (default: auto-detected)")
+    check.add_argument("--results", type=Path, metavar="FILE",
+                       help="gate a results file from an earlier run instead of running")
+    check.add_argument("--allow-regression", metavar="REASON",
+                       help="local only: accept a regression, with the reason recorded")
+    check.add_argument("--report", type=Path, metavar="FILE", help="write the Markdown report")
+    check.add_argument("--json", type=Path, metavar="FILE", help="write the verdict as JSON")
+    check.add_argument("--verify-determinism", action="store_true",
+                       help="run twice; differing results are INCONCLUSIVE")
+    check.add_argument("--include-holdout", action="store_true", help=argparse.SUPPRESS)
+
+    bless = commands.add_parser("bless", help="run and write the baseline (atomically)")
+    _common(bless)
+    bless.add_argument("--justification", metavar="TEXT",
+                       help="why the breaches against the base baseline are accepted")
+    bless.add_argument("--base-ref", metavar="REV", help="base commit (default: auto-detected)")
+
+    comment = commands.add_parser("comment", help="post or update the sticky PR comment")
+    comment.add_argument("--report", type=Path, metavar="FILE", help="Markdown to post")
+    comment.add_argument("--verdict", type=Path, metavar="FILE", help="verdict JSON (check --json)")
+    comment.add_argument("--results", type=Path, metavar="FILE",
+                         help="results JSON to re-render from (with --from-artifact)")
+    comment.add_argument("--from-artifact", action="store_true",
+                         help="workflow_run mode: validate an artifact and re-render from data")
+    comment.add_argument("--key", default=None, help="comment key (several gates per repo)")
+    comment.add_argument("--mode", choices=("update", "recreate", "off"), default=None)
+    comment.add_argument("--debug", action="store_true", help="show tracebacks")
+
+    explain = commands.add_parser("explain", help="the metric glossary")
+    explain.add_argument("metric", nargs="?", help="one metric (default: all)")
+    explain.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
+    return parser
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from membench_gate.config import load_config
+    from membench_gate.results import dumps_results, write_atomic
+    from membench_gate.runner import run, tty_progress
+    from membench_gate.summary import run_summary
+
+    config = load_config(args.config).with_holdout(args.include_holdout)
+    if args.suite:
+        config = config.with_suites(args.suite)
+    results = run(config, tty_progress())
+    if args.out:
+        write_atomic(args.out, dumps_results(results))
+    print(run_summary(results, args.out))
+    return 0
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from membench_gate.check import check
+
+    return check(args)
+
+
+def cmd_bless(args: argparse.Namespace) -> int:
+    from membench_gate.check import bless
+
+    return bless(args)
+
+
+def cmd_comment(args: argparse.Namespace) -> int:
+    from membench_gate.comment import comment
+
+    return comment(args)
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    from membench_gate.metrics import explain
+
+    try:
+        print(explain(args.metric))
+    except KeyError as exc:
+        raise GateError(str(exc.args[0])) from exc
+    return 0
+
+
+COMMANDS = {"run": cmd_run, "check": cmd_check, "bless": cmd_bless, "comment": cmd_comment,
+            "explain": cmd_explain}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``membench-gate`` console script."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in argv
+    try:
+        args = build_parser().parse_args(argv)
+        return COMMANDS[args.command](args)
+    except GateError as exc:
+        if debug:
+            traceback.print_exc()
+        print(f"membench-gate: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("membench-gate: interrupted", file=sys.stderr)
+        return EXIT_ERROR
+    except Exception as exc:
+        # A bug of ours: still one line and exit 4, the details with --debug.
+        if debug:
+            traceback.print_exc()
+        print(f"membench-gate: internal error: {type(exc).__name__}: {exc} (rerun with --debug)",
+              file=sys.stderr)
+        return EXIT_ERROR

@@ -1,0 +1,220 @@
+"""``membench.toml`` → a validated :class:`Config`.
+
+Unknown keys are errors with a did-you-mean suggestion: a typo in a gate config must never silently
+turn a check off.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rapidfuzz import process
+
+from membench_gate import metrics
+from membench_gate.errors import GateError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib
+
+DEFAULT_CONFIG = "membench.toml"
+REFERENCE_ADAPTER = "membench_gate.reference:ReferenceMemory"
+
+# Every suite's option table: key -> (default, checker). The defaults are written into the recorded
+# config, so a run is fully described by its results file.
+SUITE_OPTIONS: dict[str, dict[str, Any]] = {
+    "veto": {"fixtures": ["builtin"], "k": 5},
+    "abstention": {"fixtures": ["builtin"], "k": 5, "lambdas": [1, 2, 5, 10], "shuffle_seed": 7},
+    "push": {"fixtures": ["builtin"], "budget": 3},
+}
+SUITE_NAMES = tuple(sorted(SUITE_OPTIONS))
+_TOP_KEYS = ("adapter", "suites", "gate", "floors")
+_ADAPTER_KEYS = ("python", "command", "options")
+_GATE_KEYS = ("baseline", "include_holdout")
+
+
+@dataclass(frozen=True)
+class Config:
+    """A validated gate configuration."""
+
+    path: Path
+    adapter: str
+    adapter_options: dict[str, Any]
+    suites: dict[str, dict[str, Any]]
+    baseline: str
+    include_holdout: bool
+    floors: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def base_dir(self) -> Path:
+        return self.path.parent
+
+    @property
+    def baseline_path(self) -> Path:
+        return self.base_dir / self.baseline
+
+    def with_suites(self, names: list[str]) -> Config:
+        """This config restricted to the named suites (``run --suite``)."""
+        unknown = [n for n in names if n not in self.suites]
+        if unknown:
+            raise GateError(
+                f"--suite {unknown[0]}: not enabled in {self.path.name} "
+                f"(enabled: {', '.join(self.suites) or 'none'})"
+            )
+        return _replace(self, suites={n: self.suites[n] for n in sorted(set(names))})
+
+    def with_holdout(self, include: bool) -> Config:
+        return _replace(self, include_holdout=self.include_holdout or include)
+
+    def record(self) -> dict[str, Any]:
+        """What results and baselines record: the measurement plus the adapter, for information."""
+        return {
+            "suites": self.suites,
+            "include_holdout": self.include_holdout,
+            "adapter": {"python": self.adapter, "options": self.adapter_options},
+        }
+
+
+def _replace(config: Config, **changes: Any) -> Config:
+    values = {name: getattr(config, name) for name in Config.__dataclass_fields__}
+    values.update(changes)
+    return Config(**values)
+
+
+def _suggest(key: str, choices: tuple[str, ...] | list[str]) -> str:
+    match = process.extractOne(key, list(choices), score_cutoff=60)
+    return f" (did you mean {match[0]!r}?)" if match else ""
+
+
+def _check_keys(table: dict[str, Any], allowed: tuple[str, ...] | list[str], where: str,
+                label: str) -> None:
+    for key in table:
+        if key not in allowed:
+            raise GateError(f"{label}: unknown key {where}{key!r}{_suggest(key, allowed)}")
+
+
+def _table(value: Any, where: str, label: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise GateError(f"{label}: {where} must be a table")
+    return value
+
+
+def parse_toml(text: str, label: str) -> dict[str, Any]:
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise GateError(f"{label}: invalid TOML: {exc}") from exc
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _suite_options(name: str, table: dict[str, Any], label: str) -> dict[str, Any]:
+    defaults = SUITE_OPTIONS[name]
+    _check_keys(table, list(defaults), f"suites.{name}.", label)
+    options = {**defaults, **table}
+    where = f"suites.{name}"
+    fixtures = options["fixtures"]
+    if (not isinstance(fixtures, list) or not fixtures
+            or not all(isinstance(f, str) and f for f in fixtures)):
+        raise GateError(f"{label}: {where}.fixtures must be a non-empty list of folder names")
+    for key in ("k", "budget", "shuffle_seed"):
+        if key in options and (not isinstance(options[key], int) or isinstance(options[key], bool)
+                               or options[key] < (0 if key == "shuffle_seed" else 1)):
+            raise GateError(f"{label}: {where}.{key} must be a positive integer")
+    if "lambdas" in options:
+        lams = options["lambdas"]
+        if (not isinstance(lams, list) or not lams
+                or not all(_number(x) and x >= 0 for x in lams)):
+            raise GateError(f"{label}: {where}.lambdas must be a non-empty list of numbers >= 0")
+        if len({float(x) for x in lams}) != len(lams):
+            raise GateError(f"{label}: {where}.lambdas has a repeated value")
+    return options
+
+
+def parse_floors(raw: Any, label: str) -> dict[str, float]:
+    """Validate a ``[floors]`` table: ``"suite/condition:metric" = number``."""
+    floors: dict[str, float] = {}
+    for key, value in _table(raw, "[floors]", label).items():
+        cell, sep, metric = key.partition(":")
+        suite, slash, condition = cell.partition("/")
+        if not sep or not slash or not suite or not condition or not metric:
+            raise GateError(f"{label}: floors.{key!r}: key must be 'suite/condition:metric'")
+        if metrics.spec(metric).suite == "?":
+            known = [m for m in metrics.REGISTRY if not m.startswith("net_at_")]
+            raise GateError(
+                f"{label}: floors.{key!r}: unknown metric {metric!r}{_suggest(metric, known)}"
+            )
+        if not _number(value):
+            raise GateError(f"{label}: floors.{key!r} must be a number")
+        floors[key] = float(value)
+    return floors
+
+
+def parse_config(text: str, path: Path, label: str | None = None) -> Config:
+    """Parse and validate the text of a ``membench.toml`` located at ``path``."""
+    label = label or str(path)
+    data = parse_toml(text, label)
+    _check_keys(data, _TOP_KEYS, "", label)
+
+    adapter = _table(data.get("adapter", {}), "[adapter]", label)
+    _check_keys(adapter, _ADAPTER_KEYS, "adapter.", label)
+    if "command" in adapter:
+        raise GateError(
+            f"{label}: adapter.command (JSON-RPC adapters in other languages) is not supported "
+            "by this version; use adapter.python, or hand over a results file with --results"
+        )
+    target = adapter.get("python", REFERENCE_ADAPTER)
+    if not isinstance(target, str):
+        raise GateError(f"{label}: adapter.python must be a string 'module:attr'")
+    options = dict(_table(adapter.get("options", {}), "[adapter.options]", label))
+
+    suites_raw = _table(data.get("suites", {}), "[suites]", label)
+    _check_keys(suites_raw, SUITE_NAMES, "suites.", label)
+    suites = {
+        name: _suite_options(name, _table(suites_raw[name], f"[suites.{name}]", label), label)
+        for name in sorted(suites_raw)
+    }
+    if not suites:
+        raise GateError(f"{label}: no suite enabled (add a [suites.veto], [suites.abstention] "
+                        "or [suites.push] table)")
+
+    gate = _table(data.get("gate", {}), "[gate]", label)
+    _check_keys(gate, _GATE_KEYS, "gate.", label)
+    baseline = gate.get("baseline", "baselines/main.json")
+    if not isinstance(baseline, str) or not baseline:
+        raise GateError(f"{label}: gate.baseline must be a relative path")
+    include_holdout = gate.get("include_holdout", False)
+    if not isinstance(include_holdout, bool):
+        raise GateError(f"{label}: gate.include_holdout must be true or false")
+
+    return Config(
+        path=path,
+        adapter=target,
+        adapter_options=options,
+        suites=suites,
+        baseline=baseline,
+        include_holdout=include_holdout,
+        floors=parse_floors(data.get("floors", {}), label),
+    )
+
+
+def load_config(path: Path) -> Config:
+    """Read ``membench.toml`` from disk."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError as exc:
+        raise GateError(f"{path}: config file not found (pass --config)") from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        raise GateError(f"{path}: cannot read config: {exc}") from exc
+    return parse_config(text, path.resolve(), label=str(path))
+
+
+def floors_from_text(text: str, label: str) -> dict[str, float]:
+    """Only the ``[floors]`` of a config (the base commit's): other tables may be from any version."""
+    return parse_floors(parse_toml(text, label).get("floors", {}), label)

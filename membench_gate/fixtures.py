@@ -1,0 +1,364 @@
+"""Fixtures: load, validate, hash, and split off the holdout.
+
+A suite's fixtures come from one or more folders (``"builtin"`` or a folder relative to
+``membench.toml``); their items are merged. Every file is validated against the suite's schema and
+every gold reference is checked, so a typo in a fixture is an error naming the file and the item,
+never a silently lower score.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from membench_gate.errors import GateError
+from membench_gate.results import validation_message
+
+BUILTIN = "builtin"
+
+
+def data_dir() -> Path:
+    """Folder holding ``fixtures/`` and ``templates/``: inside the wheel, or the source checkout."""
+    packaged = Path(str(resources.files("membench_gate"))) / "_data"
+    if (packaged / "fixtures").is_dir():
+        return packaged
+    return Path(__file__).resolve().parent.parent
+
+
+def parse_time(value: str, where: str) -> datetime:
+    """ISO date or datetime → aware UTC datetime (naive values are taken as UTC)."""
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError as exc:
+        raise ValueError(f"{where}: {value!r} is not an ISO date (YYYY-MM-DD)") from exc
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=timezone.utc)
+    return parsed.astimezone(timezone.utc)
+
+
+class _Item(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    holdout: bool = False
+
+
+def _iso(value: str | None) -> str | None:
+    if value is not None:
+        parse_time(value, "date")
+    return value
+
+
+class Rejected(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    option: str = Field(min_length=1)
+    reason: str = Field(min_length=1)
+
+
+class Decision(_Item):
+    id: str = Field(min_length=1)
+    decision: str = Field(min_length=1)
+    rationale: str = ""
+    rejected: list[Rejected] = Field(default_factory=list)
+    files: list[str] = Field(default_factory=list)
+    created_at: str | None = None
+    reviewed_at: str | None = None
+    relevance: float | None = Field(default=None, ge=0, le=1)
+
+    _dates = field_validator("created_at", "reviewed_at")(_iso)
+
+
+class Scenario(_Item):
+    id: str = Field(min_length=1)
+    task: str = Field(min_length=1)
+    files: list[str] = Field(default_factory=list)
+    veto_decision_id: str = Field(min_length=1)
+    trap: Literal["direct", "implicit"]
+    rejected_option: str = Field(min_length=1)
+
+
+class ScenarioFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    as_of: str
+    scenarios: list[dict[str, Any]]
+
+    _date = field_validator("as_of")(_iso)
+
+
+class Fact(_Item):
+    id: str = Field(min_length=1)
+    text: str = Field(min_length=1)
+
+
+class Probe(_Item):
+    id: str = Field(min_length=1)
+    question: str = Field(min_length=1)
+    gold_fact_id: str | None
+
+
+class Page(_Item):
+    slug: str = Field(min_length=1)
+    text: str = Field(min_length=1)
+    aliases: list[str] = Field(default_factory=list)
+    source: str = "default"
+
+
+class Turn(_Item):
+    id: str = Field(min_length=1)
+    text: str = Field(min_length=1)
+    expect: Literal["retrieve", "silent"]
+    gold: list[str] = Field(default_factory=list)
+    acceptable: list[str] = Field(default_factory=list)
+
+
+class Conversation(_Item):
+    id: str = Field(min_length=1)
+    source: str = "default"
+    pages: list[Page]
+    turns: list[Turn] = Field(min_length=1)
+
+
+@dataclass(frozen=True)
+class FixtureFile:
+    """One file of a suite's fixtures: a stable label (for hashing) and its parsed JSON."""
+
+    label: str
+    path: Path
+    data: Any
+
+
+@dataclass
+class SuiteFixtures:
+    """Everything a suite reads: validated items, the files they came from, item digests."""
+
+    suite: str
+    files: list[FixtureFile]
+    decisions: list[Decision] = field(default_factory=list)
+    scenarios: list[tuple[Scenario, datetime]] = field(default_factory=list)
+    facts: list[Fact] = field(default_factory=list)
+    probes: list[Probe] = field(default_factory=list)
+    conversations: list[Conversation] = field(default_factory=list)
+    digests: dict[str, str] = field(default_factory=dict)  # included gold item id -> digest
+
+
+def canonical_bytes(data: Any) -> bytes:
+    """Formatting-independent bytes of a fixture's JSON (hashing ignores whitespace and key order)."""
+    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def digest(payload: Any) -> str:
+    return hashlib.sha256(canonical_bytes(payload)).hexdigest()[:16]
+
+
+def _read_json(path: Path, label: str) -> Any:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError as exc:
+        raise GateError(f"{label}: fixture file not found") from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        raise GateError(f"{label}: cannot read fixture file: {exc}") from exc
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise GateError(
+            f"{label}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}"
+        ) from exc
+
+
+def _folder(entry: str, suite: str, base_dir: Path) -> tuple[Path, str]:
+    if entry == BUILTIN:
+        return data_dir() / "fixtures" / suite, f"fixtures/{suite}"
+    folder = (base_dir / entry).resolve()
+    return folder, entry.rstrip("/")
+
+
+def _items(model: type[BaseModel], raw: Any, label: str, key: str = "id") -> list[Any]:
+    if not isinstance(raw, list):
+        raise GateError(f"{label}: expected a JSON array of items")
+    items = []
+    for index, obj in enumerate(raw):
+        ident = obj.get(key) if isinstance(obj, dict) else None
+        where = f"{label}: item {index}" + (f" ({ident})" if isinstance(ident, str) else "")
+        if not isinstance(obj, dict):
+            raise GateError(f"{where}: expected a JSON object")
+        try:
+            items.append(model.model_validate(obj))
+        except ValidationError as exc:
+            raise GateError(validation_message(where, exc)) from exc
+        except ValueError as exc:
+            raise GateError(f"{where}: {exc}") from exc
+    return items
+
+
+def _unique(ids: Iterable[tuple[str, str]], what: str) -> None:
+    seen: dict[str, str] = {}
+    for ident, label in ids:
+        if ident in seen:
+            raise GateError(f"{label}: duplicate {what} id {ident!r} (also in {seen[ident]})")
+        seen[ident] = label
+
+
+def load_suite(suite: str, entries: list[str], base_dir: Path, include_holdout: bool) -> SuiteFixtures:
+    """Load, merge and validate a suite's fixture folders; compute digests of included items."""
+    loader = {"veto": _load_veto, "abstention": _load_abstention, "push": _load_push}[suite]
+    fixtures = SuiteFixtures(suite=suite, files=[])
+    for entry in entries:
+        folder, label = _folder(entry, suite, base_dir)
+        if not folder.is_dir():
+            raise GateError(f"suites.{suite}.fixtures: folder {entry!r} not found ({label})")
+        loader(fixtures, folder, label)
+    _VALIDATE[suite](fixtures, include_holdout)
+    if not fixtures.digests:
+        raise GateError(
+            f"suite {suite}: no gold items to score in {', '.join(entries)}"
+            + ("" if include_holdout else " (holdout items are excluded)")
+        )
+    return fixtures
+
+
+def _add(fixtures: SuiteFixtures, path: Path, label: str) -> Any:
+    data = _read_json(path, label)
+    fixtures.files.append(FixtureFile(label, path, data))
+    return data
+
+
+def _load_veto(fx: SuiteFixtures, folder: Path, label: str) -> None:
+    dlabel, slabel = f"{label}/decisions.json", f"{label}/scenarios.json"
+    fx.decisions += _items(Decision, _add(fx, folder / "decisions.json", dlabel), dlabel)
+    raw = _add(fx, folder / "scenarios.json", slabel)
+    try:
+        head = ScenarioFile.model_validate(raw)
+    except ValidationError as exc:
+        raise GateError(validation_message(slabel, exc)) from exc
+    except ValueError as exc:
+        raise GateError(f"{slabel}: as_of: {exc}") from exc
+    as_of = parse_time(head.as_of, "as_of")
+    fx.scenarios += [(s, as_of) for s in _items(Scenario, head.scenarios, slabel)]
+    # Labels per id for error messages about merged folders.
+    fx.__dict__.setdefault("_labels", {}).update(
+        {**{d.id: dlabel for d in fx.decisions}, **{s.id: slabel for s, _ in fx.scenarios}}
+    )
+
+
+def _load_abstention(fx: SuiteFixtures, folder: Path, label: str) -> None:
+    flabel, plabel = f"{label}/facts.json", f"{label}/probes.json"
+    facts = _items(Fact, _add(fx, folder / "facts.json", flabel), flabel)
+    probes = _items(Probe, _add(fx, folder / "probes.json", plabel), plabel)
+    fx.facts += facts
+    fx.probes += probes
+    fx.__dict__.setdefault("_labels", {}).update(
+        {**{f.id: flabel for f in facts}, **{p.id: plabel for p in probes}}
+    )
+
+
+def _load_push(fx: SuiteFixtures, folder: Path, label: str) -> None:
+    conv_dir = folder / "conversations"
+    if not conv_dir.is_dir():
+        raise GateError(f"{label}/conversations: folder not found")
+    labels = fx.__dict__.setdefault("_labels", {})
+    for path in sorted(conv_dir.glob("*.json")):
+        clabel = f"{label}/conversations/{path.name}"
+        raw = _add(fx, path, clabel)
+        if not isinstance(raw, dict):
+            raise GateError(f"{clabel}: expected a JSON object (one conversation)")
+        try:
+            conv = Conversation.model_validate(raw)
+        except ValidationError as exc:
+            raise GateError(validation_message(clabel, exc)) from exc
+        fx.conversations.append(conv)
+        labels[conv.id] = clabel
+
+
+def _label(fx: SuiteFixtures, ident: str) -> str:
+    return fx.__dict__.get("_labels", {}).get(ident, f"fixtures/{fx.suite}")
+
+
+def _validate_veto(fx: SuiteFixtures, include_holdout: bool) -> None:
+    _unique(((d.id, _label(fx, d.id)) for d in fx.decisions), "decision")
+    _unique(((s.id, _label(fx, s.id)) for s, _ in fx.scenarios), "scenario")
+    decisions = {d.id: d for d in fx.decisions}
+    for scenario, as_of in fx.scenarios:
+        where = f"{_label(fx, scenario.id)}: scenario {scenario.id}"
+        decision = decisions.get(scenario.veto_decision_id)
+        if decision is None:
+            raise GateError(
+                f"{where}: veto_decision_id {scenario.veto_decision_id!r} does not exist"
+            )
+        if scenario.rejected_option not in {r.option for r in decision.rejected}:
+            raise GateError(
+                f"{where}: rejected_option {scenario.rejected_option!r} is not rejected by "
+                f"{decision.id}"
+            )
+        if include_holdout or not (scenario.holdout or decision.holdout):
+            fx.digests[scenario.id] = digest(
+                {"scenario": scenario.model_dump(), "as_of": as_of.isoformat(),
+                 "decision": decision.model_dump()}
+            )
+
+
+def _validate_abstention(fx: SuiteFixtures, include_holdout: bool) -> None:
+    _unique(((f.id, _label(fx, f.id)) for f in fx.facts), "fact")
+    _unique(((p.id, _label(fx, p.id)) for p in fx.probes), "probe")
+    facts = {f.id: f for f in fx.facts}
+    for probe in fx.probes:
+        gold = facts.get(probe.gold_fact_id) if probe.gold_fact_id is not None else None
+        if probe.gold_fact_id is not None and gold is None:
+            raise GateError(
+                f"{_label(fx, probe.id)}: probe {probe.id}: gold_fact_id "
+                f"{probe.gold_fact_id!r} does not exist"
+            )
+        if include_holdout or not (probe.holdout or (gold is not None and gold.holdout)):
+            fx.digests[probe.id] = digest(
+                {"probe": probe.model_dump(), "gold": gold.model_dump() if gold else None}
+            )
+
+
+def _validate_push(fx: SuiteFixtures, include_holdout: bool) -> None:
+    _unique(((c.id, _label(fx, c.id)) for c in fx.conversations), "conversation")
+    for conv in fx.conversations:
+        where = f"{_label(fx, conv.id)}: conversation {conv.id}"
+        _unique(((p.slug, where) for p in conv.pages), "page")
+        _unique(((t.id, where) for t in conv.turns), "turn")
+        pages = {p.slug: p for p in conv.pages}
+        earlier: list[str] = []
+        for turn in conv.turns:
+            for slug in (*turn.gold, *turn.acceptable):
+                if slug not in pages:
+                    raise GateError(f"{where}: turn {turn.id}: gold/acceptable id {slug!r} "
+                                    "does not exist")
+            if (turn.expect == "retrieve") != bool(turn.gold):
+                raise GateError(f"{where}: turn {turn.id}: expect 'retrieve' needs gold ids and "
+                                "'silent' needs none")
+            if include_holdout or not (conv.holdout or turn.holdout):
+                fx.digests[f"{conv.id}.{turn.id}"] = digest({
+                    "source": conv.source,
+                    "turn": turn.model_dump(),
+                    "context": earlier,
+                    "pages": [pages[s].model_dump() for s in (*turn.gold, *turn.acceptable)],
+                })
+            earlier = [*earlier, turn.text]
+
+
+_VALIDATE = {"veto": _validate_veto, "abstention": _validate_abstention, "push": _validate_push}
+
+
+def fixtures_hash(include_holdout: bool,
+                  suites: list[tuple[str, int, dict[str, Any], list[FixtureFile]]]) -> str:
+    """sha256 over the measurement: holdout flag, then per suite (name order) its name, scorer
+    version, canonical options and each fixture file's canonical bytes in path order."""
+    h = hashlib.sha256()
+    h.update(b"membench-gate fixtures v1\n")
+    h.update(f"include_holdout={str(include_holdout).lower()}\n".encode())
+    for name, version, options, files in sorted(suites, key=lambda s: s[0]):
+        h.update(f"suite={name}\nscorer={version}\n".encode())
+        h.update(canonical_bytes(options) + b"\n")
+        for file in sorted(files, key=lambda f: f.label):
+            h.update(f"file={file.label}\n".encode())
+            h.update(hashlib.sha256(canonical_bytes(file.data)).hexdigest().encode() + b"\n")
+    return h.hexdigest()

@@ -1,0 +1,146 @@
+"""The one metric registry: direction, gate kind and glossary of every metric.
+
+Suites, the gate, the report and ``membench-gate explain`` all read this module; no other list of
+metric names exists. Gate kinds:
+
+- ``gated``: may not move adversely against the base baseline (rule 5/7);
+- ``zero``: must be 0 in every run, never blessable (rule 1);
+- ``report``: shown, never gated.
+
+A metric may be gated only in some conditions (``gated_in``): NET(λ) is gated on
+``abstention/default`` and only reported on the control cells, whose job is to fail.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+Direction = Literal["higher", "lower"]
+GateKind = Literal["gated", "zero", "report"]
+
+
+@dataclass(frozen=True)
+class Metric:
+    name: str
+    suite: str
+    direction: Direction
+    kind: GateKind
+    glossary: str
+    gated_in: tuple[str, ...] = ()  # conditions where `kind` applies; empty = every condition
+
+
+_NET = re.compile(r"^net_at_(?P<lam>\d+(?:\.\d+)?)$")
+
+REGISTRY: dict[str, Metric] = {
+    m.name: m
+    for m in (
+        Metric(
+            "veto_recall_at_k", "veto", "higher", "gated",
+            "Share of scenarios where the decision that rejected the tempting approach ranks in "
+            "the top k for the task.",
+        ),
+        Metric(
+            "mrr", "veto", "higher", "report",
+            "Mean reciprocal rank of the vetoing decision (0 when it is not in the returned hits).",
+        ),
+        Metric(
+            "net_at_<λ>", "abstention", "higher", "gated",
+            "NET(λ) = (correct − λ·wrong) / n over all probes: a wrong answer costs λ correct "
+            "ones; abstaining costs nothing.",
+            gated_in=("default",),
+        ),
+        Metric(
+            "controls_passing", "abstention", "lower", "zero",
+            "Number of abstention controls (floor off, shuffled ids) that did not fail; a control "
+            "that passes means the suite cannot tell good from broken.",
+        ),
+        Metric("coverage", "abstention", "higher", "report",
+               "Share of probes the system answered instead of abstaining."),
+        Metric("correct", "abstention", "higher", "report",
+               "Probes answered with the gold fact in the top k, plus unanswerable probes "
+               "correctly abstained on."),
+        Metric("wrong", "abstention", "lower", "report",
+               "Probes answered without the gold fact in the top k, or answered when nothing "
+               "stored answers them."),
+        Metric("abstain", "abstention", "lower", "report",
+               "Answerable probes the system abstained on."),
+        Metric("crossover_lambda", "abstention", "higher", "report",
+               "The λ at which NET(λ) reaches 0 (correct / wrong); absent when nothing is wrong."),
+        Metric(
+            "know_to_ask_failure_rate", "push", "lower", "gated",
+            "Share of turns that should inject a page where nothing from gold or acceptable "
+            "was injected.",
+        ),
+        Metric("false_fire_rate", "push", "lower", "gated",
+               "Share of stay-silent turns where something was injected anyway."),
+        Metric("push_precision", "push", "higher", "gated",
+               "Share of injected ids that were gold or acceptable (0 when nothing was injected)."),
+        Metric("push_recall", "push", "higher", "gated",
+               "Share of gold ids that were injected on the turn that called for them."),
+        Metric(
+            "source_isolation_violations", "push", "lower", "zero",
+            "Number of injected ids that belong to another source than the conversation's "
+            "(e.g. a personal page in a work chat).",
+        ),
+        Metric("avg_injected_tokens", "push", "lower", "report",
+               "Mean number of whitespace tokens of page text injected per turn."),
+    )
+}
+
+_UNKNOWN = Metric("?", "?", "higher", "report", "Not a metric of this version: shown, not gated.")
+
+
+def net_metric(lam: float) -> str:
+    """Name of NET at λ: ``net_at_1``, ``net_at_2.5``."""
+    return f"net_at_{format_number(lam)}"
+
+
+def format_number(value: float) -> str:
+    """Integral values without a decimal point, others in their shortest form."""
+    return str(int(value)) if float(value).is_integer() else repr(float(value))
+
+
+def spec(name: str) -> Metric:
+    """The registry entry for a metric name (``net_at_5`` resolves to ``net_at_<λ>``)."""
+    if name in REGISTRY:
+        return REGISTRY[name]
+    if _NET.match(name):
+        return REGISTRY["net_at_<λ>"]
+    return _UNKNOWN
+
+
+def gate_kind(cell: str, name: str) -> GateKind:
+    """The gate kind of ``name`` in ``cell`` ("suite/condition")."""
+    metric = spec(name)
+    condition = cell.partition("/")[2]
+    if metric.gated_in and condition not in metric.gated_in:
+        return "report"
+    return metric.kind
+
+
+def is_adverse(name: str, base: float, head: float) -> bool:
+    """True when going from ``base`` to ``head`` is a move in the bad direction."""
+    if spec(name).direction == "higher":
+        return head < base
+    return head > base
+
+
+def explain(name: str | None = None) -> str:
+    """The glossary: one metric, or all of them."""
+    if name is not None:
+        metric = spec(name)
+        if metric is _UNKNOWN:
+            known = ", ".join(sorted(REGISTRY))
+            raise KeyError(f"unknown metric {name!r}; known metrics: {known}")
+        return _explain_line(metric, name)
+    return "\n".join(_explain_line(m, m.name) for m in REGISTRY.values())
+
+
+def _explain_line(metric: Metric, shown: str) -> str:
+    arrow = "↑" if metric.direction == "higher" else "↓"
+    kind = metric.kind
+    if metric.gated_in:
+        kind = f"{kind} on {', '.join(metric.gated_in)}, report elsewhere"
+    return f"{shown} ({metric.suite}, {arrow} better, {kind}): {metric.glossary}"

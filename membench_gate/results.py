@@ -1,0 +1,214 @@
+"""Results and baseline files: pydantic models and the canonical JSON writer.
+
+Canonical JSON: keys sorted, 2-space indent, trailing newline, floats rounded half-up to 4 decimals,
+integral values written as integers, ``failed`` lists sorted. Same inputs give the same bytes on any
+machine, so a baseline diff in a pull request shows only what really changed.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from decimal import ROUND_HALF_UP, Decimal
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from membench_gate.errors import GateError
+
+SCHEMA_VERSION = 1
+_QUANTUM = Decimal("0.0001")
+
+
+def round4(value: float) -> float | int:
+    """Round half-up to 4 decimals; integral results become ``int``."""
+    if isinstance(value, bool):
+        return int(value)
+    if not math.isfinite(value):
+        raise GateError(f"cannot write a non-finite number ({value}) to a results file")
+    rounded = Decimal(repr(float(value))).quantize(_QUANTUM, rounding=ROUND_HALF_UP)
+    if rounded == rounded.to_integral_value():
+        return int(rounded)
+    return float(rounded)
+
+
+def normalize(obj: Any) -> Any:
+    """The canonical form of a JSON-able value (numbers rounded, tuples as lists)."""
+    if isinstance(obj, dict):
+        return {str(k): normalize(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [normalize(v) for v in obj]
+    if isinstance(obj, bool) or obj is None or isinstance(obj, str):
+        return obj
+    if isinstance(obj, (int, float)):
+        return round4(obj)
+    raise TypeError(f"not JSON-able: {type(obj).__name__}")
+
+
+def canonical_dumps(obj: Any) -> str:
+    """Canonical JSON text of ``obj``."""
+    return json.dumps(normalize(obj), sort_keys=True, indent=2, ensure_ascii=False) + "\n"
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temp file and a rename: never a half-written file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Cell(_Strict):
+    """One ``suite/condition``: its metrics, how many gold items it scored, which failed."""
+
+    metrics: dict[str, float]
+    gold_total: int = Field(ge=0)
+    failed: list[str]
+
+    @field_validator("failed")
+    @classmethod
+    def _sorted_unique(cls, value: list[str]) -> list[str]:
+        return sorted(set(value))
+
+
+class Justification(_Strict):
+    """Why a maintainer accepted breaches; ``breaches`` lists their keys."""
+
+    text: str
+    breaches: list[str] = Field(default_factory=list)
+
+
+class Baseline(_Strict):
+    """The committed reference a pull request is compared with."""
+
+    schema_version: int
+    fixtures_hash: str
+    config: dict[str, Any]
+    cells: dict[str, Cell]
+    digests: dict[str, dict[str, str]] = Field(default_factory=dict)
+    justification: Justification | None = None
+
+    def comparable(self) -> dict[str, Any]:
+        """The canonical content, ignoring ``justification`` (rules 6, 7 and 10)."""
+        data = baseline_payload(self)
+        data.pop("justification", None)
+        return normalize(data)
+
+
+class Receipt(_Strict):
+    """Facts about one run that are not part of the measurement (never in a baseline)."""
+
+    tool_version: str
+    git_sha: str | None
+    started_at: str
+    duration_s: float
+    adapter: str
+
+
+class Results(Baseline):
+    """A run's output: the baseline fields plus the receipt and per-item detail."""
+
+    receipt: Receipt
+    items: dict[str, dict[str, dict[str, Any]]]
+
+    def to_baseline(self, justification: Justification | None = None) -> Baseline:
+        return Baseline(
+            schema_version=self.schema_version,
+            fixtures_hash=self.fixtures_hash,
+            config=self.config,
+            cells=self.cells,
+            digests=self.digests,
+            justification=justification,
+        )
+
+
+def baseline_payload(baseline: Baseline) -> dict[str, Any]:
+    """The JSON object of a baseline (no receipt, no items)."""
+    data = Baseline.model_dump(baseline, mode="json", exclude_none=True)
+    return {k: data[k] for k in Baseline.model_fields if k in data}
+
+
+def dumps_baseline(baseline: Baseline) -> str:
+    return canonical_dumps(baseline_payload(baseline))
+
+
+def dumps_results(results: Results) -> str:
+    return canonical_dumps(results.model_dump(mode="json", exclude_none=True))
+
+
+def _load_json(data: bytes | str, label: str) -> Any:
+    try:
+        return json.loads(data)
+    except json.JSONDecodeError as exc:
+        raise GateError(f"{label}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") from exc
+    except UnicodeDecodeError as exc:
+        raise GateError(f"{label}: not UTF-8 text ({exc.reason})") from exc
+
+
+def validation_message(label: str, exc: ValidationError) -> str:
+    """One line for the first pydantic error: ``file: field.path: what is wrong``."""
+    err = exc.errors()[0]
+    loc = ".".join(str(p) for p in err["loc"]) or "(top level)"
+    more = len(exc.errors()) - 1
+    suffix = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
+    return f"{label}: {loc}: {err['msg']}{suffix}"
+
+
+class UnknownSchemaVersion(GateError):
+    """A baseline written by another version of this tool (rule 3: INCONCLUSIVE)."""
+
+    def __init__(self, label: str, version: Any) -> None:
+        super().__init__(
+            f"{label}: schema_version {version!r} is not known to this version "
+            f"(expected {SCHEMA_VERSION})",
+            exit_code=3,
+        )
+
+
+def parse_baseline(data: bytes | str, label: str) -> Baseline:
+    """Read and validate a baseline; ``label`` names the file (or ``sha:path``) in errors."""
+    raw = _load_json(data, label)
+    if not isinstance(raw, dict):
+        raise GateError(f"{label}: expected a JSON object")
+    if "schema_version" not in raw:
+        raise GateError(f"{label}: schema_version: Field required")
+    if raw["schema_version"] != SCHEMA_VERSION:
+        raise UnknownSchemaVersion(label, raw["schema_version"])
+    try:
+        return Baseline.model_validate(raw)
+    except ValidationError as exc:
+        raise GateError(validation_message(label, exc)) from exc
+
+
+def parse_results(data: bytes | str, label: str) -> Results:
+    """Read and validate a results file."""
+    raw = _load_json(data, label)
+    if not isinstance(raw, dict):
+        raise GateError(f"{label}: expected a JSON object")
+    if raw.get("schema_version") not in (SCHEMA_VERSION, None):
+        raise UnknownSchemaVersion(label, raw["schema_version"])
+    try:
+        return Results.model_validate(raw)
+    except ValidationError as exc:
+        raise GateError(validation_message(label, exc)) from exc
+
+
+def read_file(path: Path, label: str | None = None) -> bytes:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError as exc:
+        raise GateError(f"{label or path}: file not found") from exc
+    except OSError as exc:
+        raise GateError(f"{label or path}: cannot read: {exc.strerror}") from exc

@@ -1,0 +1,49 @@
+"""The suites: each turns fixtures + an adapter into cells (metrics, gold_total, failed ids).
+
+Suites know nothing of baselines or the gate. Each module exposes ``SCORER_VERSION`` (bumped when
+scoring changes, which makes the next run a corpus change) and ``run(fixtures, session, options,
+include_holdout, progress)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any
+
+Progress = Callable[[str, int, int], None]
+
+
+@dataclass
+class CellResult:
+    """One ``suite/condition`` of a run."""
+
+    metrics: dict[str, float]
+    gold_total: int
+    failed: list[str]
+
+
+@dataclass
+class SuiteRun:
+    """Cells of one suite plus per-item detail (cell -> item id -> detail)."""
+
+    cells: dict[str, CellResult] = field(default_factory=dict)
+    items: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+
+    def add(self, cell: str, metrics: dict[str, float], outcomes: dict[str, dict[str, Any]]) -> None:
+        """Record a cell whose items carry an ``outcome`` of ``pass`` or ``fail``."""
+        failed = sorted(i for i, d in outcomes.items() if d["outcome"] == "fail")
+        self.cells[cell] = CellResult(metrics, len(outcomes), failed)
+        self.items[cell] = dict(sorted(outcomes.items()))
+
+
+def ratio(part: float, whole: float) -> float:
+    return part / whole if whole else 0.0
+
+
+def registry() -> dict[str, ModuleType]:
+    """Suite name -> module (imported on demand)."""
+    from membench_gate.suites import abstention, push, veto
+
+    return {"abstention": abstention, "push": push, "veto": veto}

@@ -1,0 +1,122 @@
+"""abstention: does the memory answer what it knows and abstain on what it does not?
+
+NET(λ) = (correct − λ·wrong) / n over every probe, abstentions included. Two controls prove the
+suite can tell a good system from a broken one; each must *fail*:
+
+- ``control_floor_off`` answers with the top hit whatever ``abstain`` says; it fails as it should
+  when it has wrong > 0 (the unanswerable probes then have nowhere to hide);
+- ``control_shuffled`` ingests the facts under permuted ids (fixed seed); it fails as it should when
+  its NET(1) < 0.
+
+A control cell has one gold item, the control itself: it is listed in ``failed`` when the control
+did not fail, and ``controls_passing`` on ``abstention/default`` counts those (a zero-gated metric).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from membench_gate.adapter import Answer, AdapterSession, Query, Record
+from membench_gate.fixtures import Probe, SuiteFixtures
+from membench_gate.metrics import net_metric
+from membench_gate.suites import Progress, SuiteRun, ratio
+
+SCORER_VERSION = 1
+CONTROLS = ("control_floor_off", "control_shuffled")
+
+
+def _judge(probe: Probe, answer: Answer, k: int, honour_abstain: bool,
+           gold_id: str | None) -> str:
+    """correct / wrong / abstain for one probe."""
+    ids = [hit.id for hit in answer.hits[:k]]
+    abstains = answer.abstain if honour_abstain else not ids
+    if probe.gold_fact_id is None:
+        return "correct" if abstains else "wrong"
+    if abstains:
+        return "abstain"
+    return "correct" if gold_id in ids else "wrong"
+
+
+def _tally(outcomes: list[str], lambdas: list[float]) -> dict[str, float]:
+    n = len(outcomes)
+    correct, wrong, abstain = (outcomes.count(o) for o in ("correct", "wrong", "abstain"))
+    metrics = {net_metric(lam): ratio(correct - lam * wrong, n) for lam in lambdas}
+    metrics.update(correct=correct, wrong=wrong, abstain=abstain,
+                   coverage=ratio(sum(1 for o in outcomes if o != "abstain"), n))
+    # Unanswerable probes abstained on count as correct but not as coverage.
+    return metrics
+
+
+def _ingest(session: AdapterSession, fx: SuiteFixtures, ids: list[str]) -> None:
+    session.reset()
+    session.ingest([Record(id=ident, text=fact.text) for ident, fact in zip(ids, fx.facts)])
+
+
+def run(fx: SuiteFixtures, session: AdapterSession, options: dict[str, Any],
+        progress: Progress | None = None) -> SuiteRun:
+    k = int(options["k"])
+    lambdas = [float(x) for x in options["lambdas"]]
+    probes = [p for p in fx.probes if p.id in fx.digests]
+    real_ids = [f.id for f in fx.facts]
+    total = 2 * len(probes)
+
+    _ingest(session, fx, real_ids)
+    answers: dict[str, Answer] = {}
+    for done, probe in enumerate(probes, 1):
+        answers[probe.id] = session.search(Query(text=probe.question, k=k), probe.id)
+        if progress:
+            progress("abstention", done, total)
+
+    permutation = np.random.default_rng(int(options["shuffle_seed"])).permutation(len(real_ids))
+    shuffled_ids = [real_ids[i] for i in permutation]
+    _ingest(session, fx, shuffled_ids)
+    shuffled: dict[str, Answer] = {}
+    for done, probe in enumerate(probes, len(probes) + 1):
+        shuffled[probe.id] = session.search(Query(text=probe.question, k=k), probe.id)
+        if progress:
+            progress("abstention", done, total)
+
+    default_outcomes: dict[str, dict[str, Any]] = {}
+    floor_off: list[str] = []
+    shuffle_outcomes: list[str] = []
+    for probe in probes:
+        answer = answers[probe.id]
+        verdict = _judge(probe, answer, k, True, probe.gold_fact_id)
+        top = answer.hits[0] if answer.hits else None
+        ids = [hit.id for hit in answer.hits[:k]]
+        default_outcomes[probe.id] = {
+            "outcome": "pass" if verdict == "correct" else "fail",
+            "judged": verdict,
+            "answerable": probe.gold_fact_id is not None,
+            "abstained": answer.abstain,
+            "rank": ids.index(probe.gold_fact_id) + 1 if probe.gold_fact_id in ids else None,
+            "top": top.id if top else None,
+            "score": top.score if top else None,
+        }
+        floor_off.append(_judge(probe, answer, k, False, probe.gold_fact_id))
+        shuffle_outcomes.append(_judge(probe, shuffled[probe.id], k, True, probe.gold_fact_id))
+
+    lam1 = net_metric(1.0)
+    floor_metrics = _tally(floor_off, sorted({*lambdas, 1.0}))
+    shuffle_metrics = _tally(shuffle_outcomes, sorted({*lambdas, 1.0}))
+    control_failed = {
+        "control_floor_off": floor_metrics["wrong"] > 0,
+        "control_shuffled": shuffle_metrics[lam1] < 0,
+    }
+    metrics = _tally([d["judged"] for d in default_outcomes.values()], lambdas)
+    if metrics["wrong"]:
+        metrics["crossover_lambda"] = metrics["correct"] / metrics["wrong"]
+    metrics["controls_passing"] = sum(1 for failed in control_failed.values() if not failed)
+
+    result = SuiteRun()
+    result.add("abstention/default", metrics, default_outcomes)
+    for name, cell_metrics in (("control_floor_off", floor_metrics),
+                               ("control_shuffled", shuffle_metrics)):
+        result.add(f"abstention/{name}", cell_metrics, {
+            name: {"outcome": "pass" if control_failed[name] else "fail",
+                   "expected": "the control fails",
+                   "control_failed": control_failed[name]},
+        })
+    return result
