@@ -79,7 +79,10 @@ def resolve_base(
     JSON event payload) and ``GITHUB_SHA``. The first rule that applies wins:
 
     1. ``base_ref`` (any revision git understands; an empty string counts as not given) →
-       exactly that commit, ``explicit``. A full sha missing locally is fetched from origin.
+       exactly that commit, ``explicit``, with no merge-base. A full sha missing locally is
+       fetched from origin; a name git does not know here (``main`` or ``origin/main``) is
+       taken as origin's branch of that name, fetched if absent, since a CI checkout has no
+       local branches.
     2. ``pull_request``/``pull_request_target`` and HEAD is GitHub's merge commit (two parents,
        and HEAD equals ``GITHUB_SHA`` when that is set) → its first parent,
        ``merge-commit-parent``. The parents are read from the raw commit object because a
@@ -102,7 +105,7 @@ def resolve_base(
     whatever landed on the default branch since. When the histories do not meet (unrelated
     branches, or history cut off by a shallow clone) the branch tip is used.
 
-    Rules 3-6 need the event payload; without ``GITHUB_EVENT_PATH`` they are skipped (a bare
+    Rules 3-5 need the event payload; without ``GITHUB_EVENT_PATH`` they are skipped (a bare
     ``GITHUB_EVENT_NAME`` cannot say which commit the base is).
 
     Returns None only when no base can exist: HEAD has no commit yet, or there is no ``origin``
@@ -196,8 +199,21 @@ def _explicit(r: git.Repo, base_ref: str) -> str:
     if _FULL_SHA.fullmatch(base_ref.lower()):
         return _ensure_commit(r, base_ref.lower())
     sha = _rev(r, base_ref)
+    if sha is not None:
+        return sha
+    where = f"--base-ref '{base_ref}' does not name a commit in {r.working_tree_dir}"
+    if base_ref.startswith("-") or not _has_origin(r):
+        raise GateError(where)
+    # A CI checkout has only the ref it checked out: a branch name means origin's branch.
+    branch = base_ref.removeprefix("origin/")
+    tracking = f"refs/remotes/origin/{branch}"
+    if _rev(r, tracking) is None:
+        problem = _fetch(r, f"+refs/heads/{branch}:{tracking}")
+        if problem is not None:
+            raise GateError(f"{where} nor a branch on origin ({problem})")
+    sha = _rev(r, tracking)
     if sha is None:
-        raise GateError(f"--base-ref '{base_ref}' does not name a commit in {r.working_tree_dir}")
+        raise GateError(f"{where} nor a branch on origin")
     return sha
 
 
@@ -253,7 +269,9 @@ def _remote_default_branch(r: git.Repo, event: _Event) -> str | None:
         ref = f"refs/remotes/origin/{name}"
         if _rev(r, ref) is None:
             # actions/checkout fetches only the ref it checks out, not the default branch.
-            _fetch(r, f"+refs/heads/{name}:{ref}", f"default branch {name}")
+            problem = _fetch(r, f"+refs/heads/{name}:{ref}")
+            if problem is not None:
+                raise GateError(f"cannot fetch default branch {name} from origin: {problem}")
         return ref
     try:
         target = r.git.symbolic_ref("--quiet", "refs/remotes/origin/HEAD")
@@ -297,14 +315,17 @@ def _ensure_commit(r: git.Repo, sha: str) -> str:
             f"base commit {sha} is not in {r.working_tree_dir} and there is no 'origin' remote"
             " to fetch it from"
         )
-    _fetch(r, sha, f"base commit {sha}")
+    problem = _fetch(r, sha)
+    if problem is not None:
+        raise GateError(f"cannot fetch base commit {sha} from origin: {problem}")
     found = _rev(r, sha)
     if found is None:
         raise GateError(f"cannot fetch base commit {sha} from origin: it is not a commit")
     return found
 
 
-def _fetch(r: git.Repo, refspec: str, what: str) -> None:
+def _fetch(r: git.Repo, refspec: str) -> str | None:
+    """Fetch ``refspec`` from origin; return None on success, else git's reason in one line."""
     args = ["--no-tags"]
     # --depth on a complete clone would make it shallow, cutting the history a developer has.
     if _is_shallow(r):
@@ -313,7 +334,8 @@ def _fetch(r: git.Repo, refspec: str, what: str) -> None:
         # No credential prompt: in CI it would hang the job instead of failing it.
         r.git.fetch(*args, "origin", refspec, env={"GIT_TERMINAL_PROMPT": "0"})
     except git.GitCommandError as exc:
-        raise GateError(f"cannot fetch {what} from origin: {_stderr_line(exc)}") from exc
+        return _stderr_line(exc)
+    return None
 
 
 def _is_ancestor(r: git.Repo, ancestor: str, descendant: str) -> bool:

@@ -11,7 +11,7 @@ from typing import Any
 from membench_gate import __version__
 from membench_gate.adapter import AdapterSession, load_adapter
 from membench_gate.config import Config
-from membench_gate.fixtures import fixtures_hash, load_suite
+from membench_gate.fixtures import SuiteFixtures, digest, fixtures_hash, load_suite
 from membench_gate.results import SCHEMA_VERSION, Cell, Results
 from membench_gate.suites import Progress, registry
 
@@ -54,6 +54,13 @@ def measure(config: Config) -> tuple[str, dict[str, Any]]:
     return digest, loaded
 
 
+def cell_digests(fixtures: SuiteFixtures, items: dict[str, Any]) -> dict[str, str]:
+    """Content digest of each gold item of a cell; an item that is not a fixture item (a control)
+    stands for the whole suite, so its digest covers every item the suite scored."""
+    whole = digest(sorted(fixtures.digests.items()))
+    return {item: fixtures.digests.get(item, whole) for item in sorted(items)}
+
+
 def run(config: Config, progress: Progress | None = None) -> Results:
     """Run every enabled suite of ``config`` against its adapter."""
     started = datetime.now(timezone.utc)
@@ -63,19 +70,21 @@ def run(config: Config, progress: Progress | None = None) -> Results:
     suites = registry()
     cells: dict[str, Cell] = {}
     items: dict[str, dict[str, dict[str, Any]]] = {}
+    digests: dict[str, dict[str, str]] = {}
     for name, fixtures in loaded.items():
         outcome = suites[name].run(fixtures, AdapterSession(adapter, name), config.suites[name],
                                    progress)
         for cell_name, cell in outcome.cells.items():
             cells[cell_name] = Cell(metrics=cell.metrics, gold_total=cell.gold_total,
                                     failed=cell.failed)
+            digests[cell_name] = cell_digests(fixtures, outcome.items[cell_name])
         items.update(outcome.items)
     return Results(
         schema_version=SCHEMA_VERSION,
         fixtures_hash=digest,
         config=config.record(),
         cells=cells,
-        digests={name: dict(sorted(fx.digests.items())) for name, fx in loaded.items()},
+        digests=digests,
         receipt={
             "tool_version": __version__,
             "git_sha": _git_sha(config),

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from membench_gate.config import Config
+from membench_gate.gate import HARD_KINDS, Verdict, breach_keys
 from membench_gate.metrics import gate_kind
 from membench_gate.results import Results, round4
 
@@ -25,4 +27,68 @@ def run_summary(results: Results, out: Path | None) -> str:
                      + (f"  {' '.join(shown)}" if shown else ""))
     if out is not None:
         lines.append(f"results written to {out}")
+    return "\n".join(lines)
+
+
+_TITLES = {"pass": "PASS", "regression": "REGRESSION", "bless-required": "BLESS REQUIRED",
+           "inconclusive": "INCONCLUSIVE", "error": "ERROR"}
+_SHOWN = 10
+
+
+def next_steps(verdict: Verdict, config_arg: str = "membench.toml") -> list[str]:
+    """What to do about this verdict, as commands a person can paste."""
+    cfg = "" if config_arg == "membench.toml" else f" --config {config_arg}"
+    keys = breach_keys(verdict)
+    hard = breach_keys(verdict, HARD_KINDS)
+    if verdict.verdict == "bless-required":
+        return [f'membench-gate bless{cfg} --justification "<why these changes are right>"',
+                "then commit the baseline file"]
+    if verdict.verdict == "regression" and hard:
+        return ["fix the code: zero-gated invariants and floors cannot be blessed or waived"]
+    if verdict.verdict == "regression" and keys:
+        named = ", ".join(sorted({k.partition("#")[0] for k in keys})[:3])
+        return [
+            "fix the regression, or accept it on purpose:",
+            f'  membench-gate bless{cfg} --justification "<why {named} got worse, naming it>"',
+            f'  locally only: membench-gate check{cfg} --allow-regression "<reason>"',
+        ]
+    if verdict.verdict == "inconclusive":
+        return ["rerun without --results, or fix the reason above; nothing was compared"]
+    return []
+
+
+def verdict_summary(verdict: Verdict, config: Config, results: Results) -> str:
+    """The concise terminal report of ``check``."""
+    base = verdict.base
+    if base.sha:
+        where = f"base {base.sha[:12]} ({base.ref}, found by {base.how})"
+    else:
+        where = "no base commit"
+    lines = [f"membench-gate: {_TITLES[verdict.verdict]} (exit {verdict.exit_code})"
+             + (f" — mode {verdict.mode}" if verdict.mode else ""),
+             f"  {where}; head fixtures_hash {results.fixtures_hash[:12]}"]
+    if verdict.blessed:
+        lines.append("  breaches blessed by the committed justification")
+    if verdict.allowed_regression:
+        lines.append(f"  regression allowed locally: {verdict.allowed_regression}")
+    if verdict.breaches:
+        lines.append(f"  breaches ({len(verdict.breaches)}):")
+        for breach in verdict.breaches[:_SHOWN]:
+            lines.append(f"    {breach.key} [{breach.kind}] {breach.detail}")
+        if len(verdict.breaches) > _SHOWN:
+            lines.append(f"    … and {len(verdict.breaches) - _SHOWN} more (see --json)")
+    for cell, ids in sorted(verdict.newly_failed.items()):
+        shown = ", ".join(ids[:_SHOWN]) + (f", … (+{len(ids) - _SHOWN})" if len(ids) > _SHOWN
+                                           else "")
+        lines.append(f"  newly failed in {cell}: {shown}")
+    for cell, ids in sorted(verdict.fixed.items()):
+        lines.append(f"  fixed in {cell}: {len(ids)} item{'s' if len(ids) != 1 else ''}")
+    check = verdict.justification_check
+    if check.status in ("failed", "missing"):
+        lines.append(f"  justification: {check.failed_check or 'missing'}")
+    lines += [f"  note: {note}" for note in verdict.notes]
+    steps = next_steps(verdict, str(config.path.name))
+    if steps:
+        lines.append("  next:")
+        lines += [f"    {step}" for step in steps]
     return "\n".join(lines)

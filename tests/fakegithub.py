@@ -46,12 +46,13 @@ import sys
 import threading
 import time
 import zlib
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 DOCS = "https://docs.github.com/rest"
@@ -552,9 +553,7 @@ class FakeGitHub:
         state = query.get("state", "open")
         if state not in ("open", "closed", "all"):
             return _error(422, "Validation Failed")
-        pulls = [
-            p for p in self.pulls if p.repository == repo and state in ("all", p.state)
-        ]
+        pulls = [p for p in self.pulls if p.repository == repo and state in ("all", p.state)]
         # GitHub's default order for this endpoint: newest first.
         pulls.sort(key=lambda p: p.number, reverse=True)
         items = [self._pull_json(p, base) for p in pulls]
@@ -572,7 +571,9 @@ class FakeGitHub:
         ]
         return self._page(items, query, f"{base}/repos/{repo}/issues/{number}/comments")
 
-    def _create_comment(self, *, repo: str, number: str, body: Any, base: str, **_: Any) -> _Response:
+    def _create_comment(
+        self, *, repo: str, number: str, body: Any, base: str, **_: Any
+    ) -> _Response:
         if self._find_pull(repo, int(number)) is None:
             return _error(404, "Not Found")
         invalid = self._validate_body(body)
@@ -605,7 +606,12 @@ class FakeGitHub:
     def _graphql(self, body: Any) -> _Response:
         if not isinstance(body, dict) or not isinstance(body.get("query"), str):
             return _Response(
-                200, {"errors": [{"message": "A query attribute must be specified and must be a string."}]}
+                200,
+                {
+                    "errors": [
+                        {"message": "A query attribute must be specified and must be a string."}
+                    ]
+                },
             )
         query: str = body["query"]
         variables = body.get("variables") or {}
@@ -649,7 +655,7 @@ class FakeGitHub:
         if not isinstance(body, dict) or not isinstance(body.get("body"), str):
             return _error(
                 422,
-                "Invalid request.\n\n\"body\" wasn't supplied.",
+                'Invalid request.\n\n"body" wasn\'t supplied.',
             )
         if len(body["body"]) > MAX_BODY:
             return _error(
@@ -805,7 +811,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     do_GET = do_POST = do_PATCH = do_DELETE = do_PUT = _serve
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+    def log_message(self, format: str, *args: Any) -> None:
         """Silence the default stderr access log; the fake keeps its own :attr:`log`."""
 
 

@@ -1,0 +1,179 @@
+"""``check`` and ``bless``: the edges around :func:`membench_gate.gate.decide`.
+
+Here live the I/O the pure gate must not do: running the suites (or reading ``--results``),
+finding the base commit and reading its baseline and floors with git, reading the committed
+baseline, and writing the verdict, the report and the baseline.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from membench_gate.config import Config, floors_from_text, load_config
+from membench_gate.errors import GateError
+from membench_gate.gate import BaseInfo, Verdict, breach_keys, decide, floors_of
+from membench_gate.justify import check_justification
+from membench_gate.results import (
+    Baseline,
+    Justification,
+    Results,
+    UnknownSchemaVersion,
+    canonical_dumps,
+    dumps_baseline,
+    dumps_results,
+    parse_baseline,
+    parse_results,
+    read_file,
+    write_atomic,
+)
+from membench_gate.runner import run, tty_progress
+from membench_gate.summary import verdict_summary
+
+_FALSY = {"", "0", "false", "no", "off"}
+
+
+def in_ci(env: dict[str, str] | None = None) -> bool:
+    """True when ``CI`` or ``GITHUB_ACTIONS`` is set to a truthy value."""
+    env = dict(os.environ) if env is None else env
+    return any(env.get(name, "").strip().lower() not in _FALSY for name in ("CI", "GITHUB_ACTIONS"))
+
+
+@dataclass
+class BaseSide:
+    """What the base commit holds: where it is, its baseline, its floors, why it is unusable."""
+
+    info: BaseInfo
+    baseline: Baseline | None
+    floors: dict[str, float]
+    inconclusive: str | None = None
+
+
+def read_base(config: Config, base_ref: str | None) -> BaseSide:
+    """Resolve the base commit and read the baseline and ``[floors]`` there — never the PR's."""
+    from membench_gate import gitbase
+
+    root = gitbase.repo_root(config.base_dir)
+    base = gitbase.resolve_base(root, base_ref)
+    if base is None:
+        return BaseSide(BaseInfo(), None, {})
+    info = BaseInfo(ref=base.ref, sha=base.sha, how=base.how)
+    baseline_rel = config.baseline_path.resolve().relative_to(root.resolve()).as_posix()
+    config_rel = config.path.resolve().relative_to(root.resolve()).as_posix()
+    floors: dict[str, float] = {}
+    config_bytes = gitbase.read_file_at(root, base.sha, config_rel)
+    if config_bytes is not None:
+        floors = floors_from_text(config_bytes.decode("utf-8", "replace"),
+                                  f"{config_rel} at base {base.sha[:12]}")
+    data = gitbase.read_file_at(root, base.sha, baseline_rel)
+    if data is None:
+        return BaseSide(info, None, floors)
+    try:
+        baseline = parse_baseline(data, f"{baseline_rel} at base {base.sha[:12]}")
+    except UnknownSchemaVersion as exc:
+        return BaseSide(info, None, floors, inconclusive=str(exc))
+    return BaseSide(info, baseline, floors)
+
+
+def read_committed(config: Config) -> Baseline | None:
+    path = config.baseline_path
+    if not path.exists():
+        return None
+    return parse_baseline(read_file(path, config.baseline), config.baseline)
+
+
+def _results(args: argparse.Namespace, config: Config) -> tuple[Results, list[str]]:
+    """This run's results (run now, or read ``--results``) and any reason they are unusable."""
+    reasons: list[str] = []
+    if args.results is not None:
+        results = parse_results(read_file(args.results), str(args.results))
+        if canonical_dumps(results.config) != canonical_dumps(config.record()):
+            reasons.append(f"{args.results} was produced under another config than "
+                           f"{config.path.name} (suites, holdout or adapter differ)")
+        return results, reasons
+    results = run(config, tty_progress())
+    if getattr(args, "verify_determinism", False):
+        again = run(config, None)
+        first = dumps_results(results.model_copy(update={"receipt": again.receipt}))
+        if first != dumps_results(again):
+            reasons.append("determinism check failed: two runs of the same config differ")
+    return results, reasons
+
+
+def check(args: argparse.Namespace) -> int:
+    """``membench-gate check``: run, compare with the base commit's baseline, exit with the verdict."""
+    config = load_config(args.config).with_holdout(args.include_holdout)
+    ci = in_ci()
+    if args.allow_regression is not None and ci:
+        raise GateError("--allow-regression is local only: refused because CI or GITHUB_ACTIONS "
+                        "is set")
+    if args.allow_regression is not None and not args.allow_regression.strip():
+        raise GateError("--allow-regression needs a reason")
+    results, reasons = _results(args, config)
+    base = read_base(config, args.base_ref)
+    if base.inconclusive:
+        reasons.append(base.inconclusive)
+    verdict = decide(
+        base.baseline,
+        read_committed(config),
+        results,
+        floors=floors_of(base.floors, config.floors),
+        allow_regression=args.allow_regression,
+        ci=ci,
+        inconclusive=reasons,
+    )
+    verdict.base = base.info
+    write_outputs(args, config, verdict, results, base.baseline)
+    print(verdict_summary(verdict, config, results))
+    return verdict.exit_code
+
+
+def write_outputs(args: argparse.Namespace, config: Config, verdict: Verdict, results: Results,
+                  base: Baseline | None) -> None:
+    if args.json is not None:
+        write_atomic(args.json, canonical_dumps(verdict.model_dump(mode="json")))
+    if args.report is not None:
+        from membench_gate.report import render
+
+        write_atomic(args.report, render(verdict, results, base, config=config))
+
+
+def bless(args: argparse.Namespace) -> int:
+    """``membench-gate bless``: run and write the baseline atomically, if the gate allows it."""
+    config = load_config(args.config)
+    results = run(config, tty_progress())
+    base = read_base(config, args.base_ref)
+    committed = read_committed(config)
+    proposal = results.to_baseline()
+    probe = decide(base.baseline, proposal, results, floors=floors_of(base.floors, config.floors))
+    hard = breach_keys(probe, ("zero", "floor"))
+    if hard:
+        print(verdict_summary(probe, config, results))
+        raise GateError(f"bless refused: {hard[0]} is a zero-gated invariant or floor breach, "
+                        "which no justification can bless" +
+                        (f" (and {len(hard) - 1} more)" if len(hard) > 1 else ""), exit_code=1)
+    keys = breach_keys(probe)
+    text = args.justification
+    if text is None and committed is not None and committed.justification is not None \
+            and sorted(committed.justification.breaches) == keys:
+        text = committed.justification.text  # re-running bless keeps the recorded reason
+    justification = None
+    if keys:
+        base_text = base.baseline.justification.text \
+            if base.baseline and base.baseline.justification else None
+        outcome = check_justification(text, keys, base_text)
+        if not outcome.ok:
+            listed = ", ".join(keys[:5]) + (f" (and {len(keys) - 5} more)" if len(keys) > 5 else "")
+            raise GateError(
+                f"bless refused: the justification {outcome.failed}; it must explain these "
+                f"breaches against the base baseline: {listed}", exit_code=1)
+        justification = Justification(text=" ".join(text.split()), breaches=keys)
+    elif text is not None:
+        justification = Justification(text=" ".join(text.split()), breaches=[])
+    write_atomic(config.baseline_path, dumps_baseline(results.to_baseline(justification)))
+    where = f"base {base.info.sha[:12]} ({base.info.how})" if base.info.sha else "no base commit"
+    print(f"baseline written to {config.baseline} ({len(results.cells)} cells, "
+          f"{len(keys)} breach{'es' if len(keys) != 1 else ''} vs {where})")
+    return 0

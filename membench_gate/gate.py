@@ -1,0 +1,326 @@
+"""``decide()``: the gate rules of DESIGN §6, as a pure function.
+
+Inputs in, :class:`Verdict` out: no git, no GitHub, no files, no clock. Everything the edges found
+(floors of both configs, reasons a comparison is impossible) arrives as arguments, so every rule is
+unit-tested without a repository.
+
+Precedence when several rules fire: INCONCLUSIVE, then ERROR (``--allow-regression`` in CI), then a
+REGRESSION from a zero-gated invariant or a floor (never waivable), then BLESS REQUIRED, then a
+REGRESSION from the comparison (blessable by a justification, waivable locally), then PASS.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from membench_gate import metrics
+from membench_gate.justify import check_justification
+from membench_gate.results import Baseline, round4
+
+EXIT_CODES = {"pass": 0, "regression": 1, "bless-required": 2, "inconclusive": 3, "error": 4}
+VerdictName = Literal["pass", "regression", "bless-required", "inconclusive", "error"]
+Mode = Literal["same-hash", "corpus-bless", "bootstrap"]
+HARD_KINDS = ("zero", "floor")
+
+
+class Breach(BaseModel):
+    """One thing that got worse. ``key`` is ``suite/condition:metric`` or ``suite/condition#item``
+    (a whole cell is keyed by ``suite/condition``)."""
+
+    key: str
+    kind: Literal["zero", "floor", "cell-missing", "gold-total", "newly-failed", "item-removed",
+                  "metric", "metric-missing"]
+    base: float | str | None = None
+    head: float | str | None = None
+    detail: str
+
+
+class BaseInfo(BaseModel):
+    ref: str | None = None
+    sha: str | None = None
+    how: str | None = None
+
+
+class FixtureDiff(BaseModel):
+    """Gold items per cell: added, removed, or with changed content, between base and head."""
+
+    added: dict[str, list[str]] = Field(default_factory=dict)
+    removed: dict[str, list[str]] = Field(default_factory=dict)
+    changed: dict[str, list[str]] = Field(default_factory=dict)
+
+
+class JustificationResult(BaseModel):
+    status: Literal["not-needed", "passed", "failed", "missing"]
+    text: str | None = None
+    breaches: list[str] = Field(default_factory=list)
+    failed_check: str | None = None
+
+
+class Verdict(BaseModel):
+    """What ``check --json`` writes and the report renders."""
+
+    verdict: VerdictName
+    exit_code: int
+    mode: Mode | None
+    base: BaseInfo = Field(default_factory=BaseInfo)
+    breaches: list[Breach] = Field(default_factory=list)
+    blessed: bool = False
+    allowed_regression: str | None = None
+    newly_failed: dict[str, list[str]] = Field(default_factory=dict)
+    fixed: dict[str, list[str]] = Field(default_factory=dict)
+    fixture_diff: FixtureDiff = Field(default_factory=FixtureDiff)
+    justification_check: JustificationResult = Field(
+        default_factory=lambda: JustificationResult(status="not-needed"))
+    notes: list[str] = Field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Floor:
+    """A ``[floors]`` entry and the config it came from (``base`` or ``head``)."""
+
+    key: str
+    value: float
+    origin: str
+
+
+@dataclass
+class _Comparison:
+    breaches: list[Breach] = field(default_factory=list)
+    newly_failed: dict[str, list[str]] = field(default_factory=dict)
+    fixed: dict[str, list[str]] = field(default_factory=dict)
+    diff: FixtureDiff = field(default_factory=FixtureDiff)
+    notes: list[str] = field(default_factory=list)
+
+
+def _r(value: float | None) -> float | None:
+    return None if value is None else float(round4(value))
+
+
+def floors_of(base: Mapping[str, float], head: Mapping[str, float]) -> list[Floor]:
+    """Both configs' floors apply: a pull request can add floors, never remove them."""
+    return [Floor(k, v, "base") for k, v in sorted(base.items())] + \
+           [Floor(k, v, "head") for k, v in sorted(head.items())]
+
+
+def _invariants(actual: Baseline, base: Baseline | None) -> list[Breach]:
+    """Rule 1: zero-gated metrics must be 0 in every cell of this run."""
+    found = []
+    for cell_name, cell in sorted(actual.cells.items()):
+        for name, value in sorted(cell.metrics.items()):
+            if metrics.gate_kind(cell_name, name) == "zero" and _r(value) > 0:
+                before = base.cells.get(cell_name) if base else None
+                found.append(Breach(
+                    key=f"{cell_name}:{name}", kind="zero",
+                    base=_r(before.metrics.get(name)) if before else None, head=_r(value),
+                    detail=f"{name} must be 0 in every run; it is {round4(value)} "
+                           "(never waivable or blessable)",
+                ))
+    return found
+
+
+def _floors(actual: Baseline, floors: Iterable[Floor]) -> list[Breach]:
+    """Rule 2: floors from the base commit's and the working tree's config."""
+    found: dict[str, Breach] = {}
+    for floor in floors:
+        cell_name, _, name = floor.key.partition(":")
+        cell = actual.cells.get(cell_name)
+        value = cell.metrics.get(name) if cell else None
+        lower_better = metrics.spec(name).direction == "lower"
+        sign = "<=" if lower_better else ">="
+        if value is None:
+            detail = f"floor {sign} {round4(floor.value)} ({floor.origin} config) but the metric " \
+                     "was not measured"
+        elif (_r(value) > _r(floor.value)) if lower_better else (_r(value) < _r(floor.value)):
+            detail = f"{round4(value)} violates the floor {sign} {round4(floor.value)} " \
+                     f"({floor.origin} config)"
+        else:
+            continue
+        found.setdefault(floor.key, Breach(key=floor.key, kind="floor", base=_r(floor.value),
+                                           head=_r(value), detail=detail))
+    return list(found.values())
+
+
+def _compare(base: Baseline, actual: Baseline, same_hash: bool) -> _Comparison:
+    """Rules 5 and 7: every base cell against this run."""
+    out = _Comparison()
+    for cell_name, before in sorted(base.cells.items()):
+        now = actual.cells.get(cell_name)
+        if now is None:
+            out.breaches.append(Breach(key=cell_name, kind="cell-missing",
+                                       base=before.gold_total, head=None,
+                                       detail="cell is in the base baseline but not in this run"))
+            continue
+        comparable = _comparable_items(base, actual, cell_name, same_hash, out)
+        if same_hash and before.gold_total != now.gold_total:
+            out.breaches.append(Breach(
+                key=f"{cell_name}:gold_total", kind="gold-total", base=before.gold_total,
+                head=now.gold_total, detail="gold_total changed under the same fixtures_hash"))
+        was_failed, is_failed = set(before.failed), set(now.failed)
+        newly = sorted(i for i in is_failed - was_failed if comparable is None or i in comparable)
+        fixed = sorted(i for i in was_failed - is_failed if comparable is None or i in comparable)
+        if newly:
+            out.newly_failed[cell_name] = newly
+            out.breaches += [
+                Breach(key=f"{cell_name}#{i}", kind="newly-failed", base="pass", head="fail",
+                       detail="passed in the base baseline, fails now")
+                for i in newly
+            ]
+        if fixed:
+            out.fixed[cell_name] = fixed
+        for name, value in sorted(before.metrics.items()):
+            if metrics.gate_kind(cell_name, name) != "gated":
+                continue
+            head = now.metrics.get(name)
+            if head is None:
+                out.breaches.append(Breach(key=f"{cell_name}:{name}", kind="metric-missing",
+                                           base=_r(value), head=None,
+                                           detail="gated metric missing from this run"))
+            elif metrics.is_adverse(name, _r(value), _r(head)):
+                out.breaches.append(Breach(
+                    key=f"{cell_name}:{name}", kind="metric", base=_r(value), head=_r(head),
+                    detail=f"{name} moved adversely: {round4(value)} → {round4(head)}"))
+            elif _r(value) != _r(head):
+                out.notes.append(f"improved: {cell_name}:{name} {round4(value)} → {round4(head)}")
+    for cell_name in sorted(set(actual.cells) - set(base.cells)):
+        out.notes.append(f"new cell: {cell_name} (reported, not gated)")
+    return out
+
+
+def _comparable_items(base: Baseline, actual: Baseline, cell: str, same_hash: bool,
+                      out: _Comparison) -> set[str] | None:
+    """Under a changed corpus, the items whose content digest is unchanged (compared by id);
+    removed items are breaches, added and changed ones are reported. None: compare every id."""
+    if same_hash:
+        return None
+    before, now = base.digests.get(cell, {}), actual.digests.get(cell, {})
+    removed = sorted(set(before) - set(now))
+    added = sorted(set(now) - set(before))
+    changed = sorted(i for i in set(before) & set(now) if before[i] != now[i])
+    for bucket, ids in (("removed", removed), ("added", added), ("changed", changed)):
+        if ids:
+            getattr(out.diff, bucket)[cell] = ids
+    out.breaches += [Breach(key=f"{cell}#{i}", kind="item-removed", base="present", head=None,
+                            detail="gold item removed from the fixtures") for i in removed]
+    return {i for i in set(before) & set(now) if before[i] == now[i]}
+
+
+def decide(
+    base: Baseline | None,
+    committed: Baseline | None,
+    actual: Baseline,
+    *,
+    floors: Iterable[Floor] = (),
+    allow_regression: str | None = None,
+    ci: bool = False,
+    inconclusive: Iterable[str] = (),
+) -> Verdict:
+    """Apply the gate rules and return the verdict.
+
+    ``base`` is the baseline at the base commit (None: none there), ``committed`` the one in the
+    working tree (None: absent), ``actual`` this run. ``inconclusive`` carries reasons the edges
+    found why the runs cannot be compared (unknown schema, foreign config, non-determinism).
+    """
+    reasons = list(inconclusive)
+    if reasons:
+        return _finish("inconclusive", None, notes=reasons)
+
+    hard = _invariants(actual, base) + _floors(actual, floors)
+    notes: list[str] = []
+    if allow_regression is not None and ci:
+        return _finish("error", None, breaches=hard, notes=[
+            "--allow-regression is local only and is refused when CI or GITHUB_ACTIONS is set"])
+
+    if base is None:
+        mode: Mode = "bootstrap"
+        if committed is not None and committed.comparable() == actual.comparable():
+            notes.append("baseline introduced: no baseline at the base commit")
+            return _finish("regression" if hard else "pass", mode, breaches=hard, notes=notes)
+        notes.append("no baseline at the base commit and the committed baseline does not match "
+                     "this run: run `membench-gate bless` and commit the baseline"
+                     if committed is not None else
+                     "no baseline at the base commit and none in the working tree: run "
+                     "`membench-gate bless` and commit the baseline")
+        return _finish("regression" if hard else "bless-required", mode, breaches=hard,
+                       notes=notes)
+
+    same_hash = base.fixtures_hash == actual.fixtures_hash
+    mode = "same-hash" if same_hash else "corpus-bless"
+    comparison = _compare(base, actual, same_hash)
+    notes += comparison.notes
+    bless_required = None
+    if committed is None:
+        bless_required = "the baseline exists at the base commit but was deleted in the working tree"
+    elif same_hash:
+        if committed.comparable() != base.comparable() and \
+                committed.comparable() != actual.comparable():
+            bless_required = "committed baseline does not match this run"
+    elif committed.comparable() != actual.comparable():
+        bless_required = ("the fixtures or suite options changed (fixtures_hash differs from the "
+                          "base) and the committed baseline does not match this run")
+
+    soft = comparison.breaches
+    keys = sorted(b.key for b in soft)
+    justification = JustificationResult(status="not-needed")
+    blessed = False
+    if soft and committed is not None:
+        justification, blessed = _judge_justification(committed, base, keys)
+    elif soft:
+        justification = JustificationResult(status="missing", breaches=keys)
+
+    common = {
+        "breaches": hard + soft,
+        "newly_failed": comparison.newly_failed,
+        "fixed": comparison.fixed,
+        "fixture_diff": comparison.diff,
+        "justification_check": justification,
+        "blessed": blessed and not hard,
+    }
+    if hard:
+        return _finish("regression", mode, notes=notes, **common)
+    if bless_required:
+        return _finish("bless-required", mode, notes=[bless_required, *notes], **common)
+    if soft and not blessed:
+        if allow_regression is not None:
+            notes.append(f"regression allowed locally: {allow_regression}")
+            return _finish("pass", mode, notes=notes, allowed_regression=allow_regression,
+                           **common)
+        return _finish("regression", mode, notes=notes, **common)
+    if blessed:
+        notes.append("breaches blessed by the committed justification")
+    return _finish("pass", mode, notes=notes, **common)
+
+
+def _judge_justification(committed: Baseline, base: Baseline,
+                         keys: list[str]) -> tuple[JustificationResult, bool]:
+    given = committed.justification
+    if given is None:
+        return JustificationResult(status="missing", breaches=keys,
+                                   failed_check="no justification in the committed baseline"), False
+    if sorted(set(given.breaches)) != keys:
+        extra = sorted(set(given.breaches) - set(keys))
+        lacking = sorted(set(keys) - set(given.breaches))
+        what = f"lacks {lacking[0]!r}" if lacking else f"lists {extra[0]!r}, not a breach now"
+        count = len(lacking) + len(extra)
+        failed = f"justification.breaches does not match this comparison: {what}" + \
+                 (f" (and {count - 1} more)" if count > 1 else "")
+        return JustificationResult(status="failed", text=given.text, breaches=given.breaches,
+                                   failed_check=failed), False
+    base_text = base.justification.text if base.justification else None
+    result = check_justification(given.text, keys, base_text)
+    return JustificationResult(status="passed" if result.ok else "failed", text=given.text,
+                               breaches=given.breaches, failed_check=result.failed), result.ok
+
+
+def _finish(verdict: VerdictName, mode: Mode | None, **fields: Any) -> Verdict:
+    return Verdict(verdict=verdict, exit_code=EXIT_CODES[verdict], mode=mode, **fields)
+
+
+def breach_keys(verdict: Verdict, kinds: Iterable[str] | None = None) -> list[str]:
+    """Sorted keys of the blessable breaches (or of the given kinds)."""
+    wanted = set(kinds) if kinds is not None else None
+    return sorted(b.key for b in verdict.breaches
+                  if (b.kind in wanted if wanted is not None else b.kind not in HARD_KINDS))

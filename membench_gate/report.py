@@ -1,0 +1,212 @@
+"""The Markdown scoreboard: verdict + results → ``templates/scoreboard.md.j2``.
+
+One template serves the PR comment, the job summary and ``--report``. Logic code prepares data;
+the template says it. Every untrusted string (ids, the justification, notes quoting adapter
+messages) goes through :func:`escape_md`. When the Markdown would exceed the size limit of where it
+goes, whole sections are dropped (item lists first, then report-only metrics, then per-cell tables)
+with a note saying where the full report is.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
+
+from membench_gate import metrics
+from membench_gate.config import Config
+from membench_gate.fixtures import data_dir
+from membench_gate.gate import HARD_KINDS, Verdict, breach_keys
+from membench_gate.results import Baseline, Results, round4
+from membench_gate.summary import next_steps
+
+COMMENT_LIMIT = 60_000
+SUMMARY_LIMIT = 1024 * 1024
+INLINE_IDS = 5
+_ZWSP = "\u200b"
+_MARKER = re.compile(r"<!--|-->|membench-gate:v\d+", re.IGNORECASE)
+_MD_ESCAPES = {"\\": "\\\\", "|": "\\|", "[": "\\[", "]": "\\]", "*": "\\*", "_": "\\_",
+               "~": "\\~", "&": "&amp;", "<": "&lt;", ">": "&gt;", "`": "&#96;"}
+_MD_CHARS = re.compile("[" + re.escape("".join(_MD_ESCAPES)) + "]")
+_MENTION = re.compile(r"([@#])(?=[\w/-])")
+_LEVELS = ("full", "no-item-lists", "gated-only", "summary")
+
+
+def escape_md(value: Any) -> str:
+    """Make untrusted text inert in GitHub Markdown: HTML, table pipes, code spans, mentions,
+    issue references and our own comment marker cannot take effect."""
+    text = " ".join(str(value).split())
+    text = _MARKER.sub("", text)
+    text = _MD_CHARS.sub(lambda m: _MD_ESCAPES[m.group(0)], text)
+    # A zero-width space after @ and # keeps "@org/team" and "#123" from linking or notifying.
+    return _MENTION.sub(lambda m: m.group(1) + _ZWSP, text)
+
+
+def fmt(value: Any) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(round4(value))
+    return escape_md(value)
+
+
+@dataclass(frozen=True)
+class Row:
+    metric: str
+    base: str
+    head: str
+    delta: str
+    gate: str
+
+
+def _delta(name: str, base: float | None, head: float | None) -> str:
+    if base is None or head is None:
+        return "—"
+    diff = round4(float(round4(head)) - float(round4(base)))
+    if diff == 0:
+        return "0"
+    arrow = "▲" if diff > 0 else "▼"
+    return f"{arrow} {'+' if diff > 0 else ''}{diff}"
+
+
+def _gate_cell(cell: str, name: str, base: float | None, head: float | None,
+               breached: set[str]) -> str:
+    kind = metrics.gate_kind(cell, name)
+    if kind == "report":
+        return "report"
+    if f"{cell}:{name}" in breached:
+        return f"❌ {kind}"
+    if kind == "gated" and base is not None and head is not None and \
+            metrics.is_adverse(name, float(round4(base)), float(round4(head))):
+        return f"❌ {kind}"
+    return f"✅ {kind}"
+
+
+def _cells(verdict: Verdict, results: Results, base: Baseline | None,
+           gated_only: bool) -> list[dict[str, Any]]:
+    breached = {b.key for b in verdict.breaches}
+    names = sorted(set(results.cells) | set(base.cells if base else ()))
+    out = []
+    for cell in names:
+        now = results.cells.get(cell)
+        before = base.cells.get(cell) if base else None
+        metric_names = sorted(set(now.metrics if now else ()) | set(before.metrics if before
+                                                                      else ()))
+        rows = []
+        for name in metric_names:
+            if gated_only and metrics.gate_kind(cell, name) == "report":
+                continue
+            b = before.metrics.get(name) if before else None
+            h = now.metrics.get(name) if now else None
+            rows.append(Row(escape_md(name), fmt(b), fmt(h), _delta(name, b, h),
+                            _gate_cell(cell, name, b, h, breached)))
+        out.append({
+            "name": escape_md(cell),
+            "rows": rows,
+            "passed": (now.gold_total - len(now.failed)) if now else None,
+            "gold_total": now.gold_total if now else None,
+            "missing": now is None,
+        })
+    return out
+
+
+def _net_chart(results: Results, base: Baseline | None) -> dict[str, Any] | None:
+    cell = "abstention/default"
+    now = results.cells.get(cell)
+    if now is None:
+        return None
+    before = base.cells.get(cell) if base else None
+    lams = sorted((float(n[len("net_at_"):]), n) for n in now.metrics if n.startswith("net_at_"))
+    if not lams:
+        return None
+    rows = [{"lam": metrics.format_number(lam), "base": before.metrics.get(n) if before else None,
+             "head": now.metrics[n]} for lam, n in lams]
+    values = [float(round4(v)) for r in rows for v in (r["base"], r["head"]) if v is not None]
+    low, high = min(values + [0.0]), max(values + [0.0])
+    return {
+        "rows": [{"lam": r["lam"], "base": fmt(r["base"]), "head": fmt(r["head"]),
+                  "delta": _delta("net", r["base"], r["head"])} for r in rows],
+        "x": ", ".join(f'"{r["lam"]}"' for r in rows),
+        "y_min": round4(low - 0.1), "y_max": round4(high + 0.1),
+        "base_line": ", ".join(fmt(r["base"]) for r in rows)
+        if all(r["base"] is not None for r in rows) else None,
+        "head_line": ", ".join(fmt(r["head"]) for r in rows),
+    }
+
+
+def _id_lists(groups: dict[str, list[str]]) -> list[dict[str, Any]]:
+    return [{"cell": escape_md(cell), "count": len(ids),
+             "inline": [escape_md(i) for i in ids[:INLINE_IDS]],
+             "rest": [escape_md(i) for i in ids[INLINE_IDS:]]}
+            for cell, ids in sorted(groups.items())]
+
+
+def _environment() -> Environment:
+    env = Environment(loader=FileSystemLoader(str(data_dir() / "templates")),
+                      undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True,
+                      trim_blocks=True, lstrip_blocks=True)
+    env.filters["md"] = escape_md
+    env.filters["num"] = fmt
+    return env
+
+
+def context(verdict: Verdict, results: Results, base: Baseline | None, *, level: str,
+            config_name: str = "membench.toml", full_report: str | None = None) -> dict[str, Any]:
+    """Everything the template shows, already escaped; ``level`` says which sections to keep."""
+    keep_lists = level == "full"
+    check = verdict.justification_check
+    return {
+        "verdict": verdict,
+        "title": {"pass": "✅ PASS", "regression": "❌ REGRESSION",
+                  "bless-required": "⚠️ BLESS REQUIRED", "inconclusive": "❔ INCONCLUSIVE",
+                  "error": "⛔ ERROR"}[verdict.verdict],
+        "base_sha": (verdict.base.sha or "")[:12] or None,
+        "base_ref": escape_md(verdict.base.ref) if verdict.base.ref else None,
+        "head_sha": (results.receipt.git_sha or "")[:12] or None,
+        "fixtures_hash": results.fixtures_hash[:12],
+        "base_hash": base.fixtures_hash[:12] if base else None,
+        "breaches": [{"key": escape_md(b.key), "kind": b.kind, "base": fmt(b.base),
+                      "head": fmt(b.head), "detail": escape_md(b.detail)}
+                     for b in verdict.breaches],
+        "hard": breach_keys(verdict, HARD_KINDS),
+        "invariants": [{"cell": escape_md(c), "metric": escape_md(m), "value": fmt(v),
+                        "ok": round4(v) == 0}
+                       for c, cell in sorted(results.cells.items())
+                       for m, v in sorted(cell.metrics.items())
+                       if metrics.gate_kind(c, m) == "zero"],
+        "cells": _cells(verdict, results, base, gated_only=level != "full")
+        if level in ("full", "no-item-lists", "gated-only") else [],
+        "net": _net_chart(results, base) if level != "summary" else None,
+        "newly_failed": _id_lists(verdict.newly_failed),
+        "fixed": _id_lists(verdict.fixed),
+        "keep_lists": keep_lists,
+        "diff": {bucket: _id_lists(getattr(verdict.fixture_diff, bucket))
+                 for bucket in ("added", "removed", "changed")},
+        "justification": {"status": check.status,
+                          "text": escape_md(check.text) if check.text else None,
+                          "failed": escape_md(check.failed_check) if check.failed_check else None},
+        "notes": [escape_md(n) for n in verdict.notes],
+        "steps": [escape_md(s) for s in next_steps(verdict, config_name)],
+        "reproduce": "membench-gate check" + (f" --base-ref {verdict.base.sha}"
+                                              if verdict.base.sha else ""),
+        "truncated": level != "full",
+        "full_report": escape_md(full_report) if full_report else None,
+    }
+
+
+def render(verdict: Verdict, results: Results, base: Baseline | None, *,
+           limit: int = SUMMARY_LIMIT, config: Config | None = None,
+           full_report: str | None = None) -> str:
+    """The scoreboard Markdown, cut section by section to stay within ``limit`` characters."""
+    template = _environment().get_template("scoreboard.md.j2")
+    config_name = config.path.name if config else "membench.toml"
+    text = ""
+    for level in _LEVELS:
+        text = template.render(**context(verdict, results, base, level=level,
+                                         config_name=config_name, full_report=full_report))
+        if len(text) <= limit:
+            return text
+    note = "\n\n_(cut to fit; the full report is in the job summary and the report file)_\n"
+    return text[: max(0, limit - len(note))] + note
