@@ -66,28 +66,37 @@ class Fault:
     """A rule that makes matching requests fail.
 
     ``path`` is a regular expression matched in full against the request path below the API
-    prefix, without the query string (GraphQL is always ``/graphql``). ``count`` is how many
-    matching requests fail (``None``: all of them). ``status`` 0 drops the connection without an
-    answer. With ``apply_then_fail`` the request is performed first (the comment is created,
-    edited or deleted) and only then answered with the fault: GitHub's "it landed but you got a
-    502" case. ``raw_body`` replaces the JSON error body verbatim (e.g. to send broken JSON).
+    prefix, without the query string (GraphQL is always ``/graphql``). The first ``skip``
+    matching requests pass; then ``count`` of them fail (``None``: all the rest). ``status`` 0
+    drops the connection without an answer. With ``apply_then_fail`` the request is performed
+    first (the comment is created, edited or deleted) and only then answered with the fault:
+    GitHub's "it landed but you got a 502" case. ``raw_body`` replaces the JSON error body
+    verbatim (e.g. to send broken JSON).
     """
 
     method: str
     path: str
     status: int = 502
     count: int | None = 1
+    skip: int = 0
     retry_after: str | None = None
     apply_then_fail: bool = False
     message: str | None = None
     raw_body: str | None = None
     hits: int = 0
+    seen: int = 0
 
-    def matches(self, method: str, path: str) -> bool:
-        """Whether this rule still applies to ``method path``."""
+    def applies(self, method: str, path: str) -> bool:
+        """Whether this rule fails this request (counting it as seen when it matches)."""
         if self.count is not None and self.hits >= self.count:
             return False
-        return self.method.upper() == method and re.fullmatch(self.path, path) is not None
+        if self.method.upper() != method or re.fullmatch(self.path, path) is None:
+            return False
+        self.seen += 1
+        if self.seen <= self.skip:
+            return False
+        self.hits += 1
+        return True
 
 
 @dataclass
@@ -333,6 +342,7 @@ class FakeGitHub:
         status: int = 502,
         *,
         count: int | None = 1,
+        skip: int = 0,
         retry_after: str | int | None = None,
         apply_then_fail: bool = False,
         message: str | None = None,
@@ -344,6 +354,7 @@ class FakeGitHub:
             path=path,
             status=status,
             count=count,
+            skip=skip,
             retry_after=None if retry_after is None else str(retry_after),
             apply_then_fail=apply_then_fail,
             message=message,
@@ -462,9 +473,7 @@ class FakeGitHub:
             elif not self._authorized(headers.get("Authorization", "")):
                 response = _error(401, "Bad credentials")
             else:
-                fault = next((f for f in self.faults if f.matches(method, path)), None)
-                if fault is not None:
-                    fault.hits += 1
+                fault = next((f for f in self.faults if f.applies(method, path)), None)
                 if fault is not None and not fault.apply_then_fail:
                     response = None
                 elif bad_json:
