@@ -141,6 +141,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             traceback.print_exc()
         print(f"membench-gate: error: {exc}", file=sys.stderr)
         return exc.exit_code
+    except BrokenPipeError:
+        # stdout closed early (``| head``): not an error of the gate.
+        sys.stderr.close()
+        return 0
     except KeyboardInterrupt:
         print("membench-gate: interrupted", file=sys.stderr)
         return EXIT_ERROR

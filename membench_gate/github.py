@@ -5,8 +5,8 @@ merely quotes our marker (or another key's comment) is never touched. Every call
 PyGithub's requester with PyGithub's own retry switched off: :class:`_Client` owns the only retry
 loop, so a POST that may have landed is never blindly re-sent.
 
-PyGithub is imported inside the functions: the CLI imports this module for every command, and
-only the commands that talk to GitHub should pay for (or need) PyGithub.
+PyGithub is imported inside the functions, so importing this module stays cheap: only the
+commands that talk to GitHub pay for (or need) PyGithub.
 """
 
 from __future__ import annotations

@@ -111,7 +111,7 @@ class Receipt(_Strict):
     """Facts about one run that are not part of the measurement (never in a baseline)."""
 
     tool_version: str
-    git_sha: str | None
+    git_sha: str | None = None
     started_at: str
     duration_s: float
     adapter: str

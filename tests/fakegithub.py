@@ -246,7 +246,10 @@ class FakeGitHub:
 
     def start(self) -> FakeGitHub:
         """Serve in a daemon thread."""
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        # A short poll keeps stop() (and so every test's teardown) from waiting half a second.
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
         self._thread.start()
         return self
 
@@ -786,6 +789,9 @@ class FakeGitHub:
 class _Handler(BaseHTTPRequestHandler):
     # HTTP/1.1 keep-alive, like api.github.com: PyGithub reuses one connection across calls.
     protocol_version = "HTTP/1.1"
+    # Headers and body go out as separate writes; with Nagle on, the body then waits for the
+    # client's delayed ACK (~40 ms a request).
+    disable_nagle_algorithm = True
     timeout = 30
     server_version = "fakegithub"
     sys_version = ""

@@ -7,6 +7,7 @@ import socket
 import subprocess
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 from urllib.error import HTTPError
@@ -705,48 +706,32 @@ def test_fake_link_header(fake: FakeGitHub) -> None:
     assert "per_page=30&page=5" in headers["Link"]
 
 
+@contextmanager
+def fake_script(*args: str) -> Iterator[str]:
+    """Run tests/fakegithub.py in another process, as end-to-end tests do; yields its API url."""
+    command = [sys.executable, str(ROOT / "tests" / "fakegithub.py"), f"--token={TOKEN}", *args]
+    with subprocess.Popen(command, stdout=subprocess.PIPE, text=True) as process:
+        try:
+            assert process.stdout is not None
+            line = process.stdout.readline()
+            assert line.startswith("fakegithub listening on http://127.0.0.1:")
+            yield line.rsplit(" ", 1)[-1].strip()
+        finally:
+            process.terminate()
+            process.wait(timeout=10)
+
+
 def test_fake_runs_as_a_script_and_dumps_state(tmp_path: Path) -> None:
     state = tmp_path / "state.json"
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            str(ROOT / "tests" / "fakegithub.py"),
-            "--port=0",
-            f"--state={state}",
-            f"--token={TOKEN}",
-            "--login=github-actions",
-            f"--repository={REPO}",
-            f"--pr={PR}:{'c' * 40}",
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert process.stdout is not None
-        line = process.stdout.readline()
-        api_url = line.rsplit(" ", 1)[-1].strip()
-        assert line.startswith("fakegithub listening on http://127.0.0.1:")
+    args = ["--port=0", f"--state={state}", "--login=github-actions", f"--repository={REPO}"]
+    with fake_script(*args, f"--pr={PR}:{'c' * 40}") as api_url:
+        outcome = post_to(api_url, "from another process")
+        found = gh.find_pr_for_head_sha(
+            token=TOKEN, repository=REPO, head_sha="c" * 40, api_url=api_url
+        )
 
-        outcome = gh.post_sticky_comment(
-            body="from another process",
-            key="default",
-            mode="update",
-            token=TOKEN,
-            repository=REPO,
-            pr_number=PR,
-            api_url=api_url,
-            backoff=0,
-        )
-        assert outcome.action == "created"
-        assert (
-            gh.find_pr_for_head_sha(
-                token=TOKEN, repository=REPO, head_sha="c" * 40, api_url=api_url
-            )
-            == PR
-        )
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
+    assert outcome.action == "created"
+    assert found == PR
     dumped = json.loads(state.read_text())
     (comment,) = dumped["comments"]
     assert comment["body"].endswith("from another process")
@@ -769,32 +754,23 @@ def test_fake_state_file_seeds_a_new_server(tmp_path: Path) -> None:
         ],
     }
     state.write_text(json.dumps(seed))
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            str(ROOT / "tests" / "fakegithub.py"),
-            f"--state={state}",
-            f"--token={TOKEN}",
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert process.stdout is not None
-        api_url = process.stdout.readline().rsplit(" ", 1)[-1].strip()
-        outcome = gh.post_sticky_comment(
-            body="new",
-            key="default",
-            mode="update",
-            token=TOKEN,
-            repository=REPO,
-            pr_number=PR,
-            api_url=api_url,
-            backoff=0,
-        )
-        assert outcome.action == "updated"
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
+
+    with fake_script(f"--state={state}") as api_url:
+        outcome = post_to(api_url, "new")
+
+    assert outcome.action == "updated"
     (comment,) = json.loads(state.read_text())["comments"]
     assert comment["body"] == gh.marker("default") + "\nnew"
+
+
+def post_to(api_url: str, body: str) -> gh.CommentOutcome:
+    return gh.post_sticky_comment(
+        body=body,
+        key="default",
+        mode="update",
+        token=TOKEN,
+        repository=REPO,
+        pr_number=PR,
+        api_url=api_url,
+        backoff=0,
+    )

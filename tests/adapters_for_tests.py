@@ -1,0 +1,148 @@
+"""Adapters used by the tests only (never shipped): they plug in through ``membench.toml`` exactly
+as a user's memory system does (``adapter.python = "adapters_for_tests:Oracle"``).
+
+- :class:`Oracle` knows the gold annotations (it reads the fixture JSON itself) but answers honestly
+  from what was ingested: it looks the gold fact up by its *text* in the store, so it is right on the
+  real ids and wrong under permuted ids. It returns no hits for unanswerable probes.
+- :class:`IdOracle` answers with gold *ids* whatever was ingested under them, and returns a decoy hit
+  (while abstaining) on unanswerable probes.
+- :class:`Abstainer` abstains on everything and returns no hits; it has no ``push``.
+- :class:`AbstainingReference` returns the reference memory's hits but always abstains (the contract:
+  hits are returned even when abstaining); it has no ``push``.
+- :class:`Exploding` is the reference memory, except that ``search``/``push`` raise on a trigger word.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from membench_gate import Answer, Hit, Query, Record
+from membench_gate.reference import ReferenceMemory
+
+
+def _read(path: Path) -> Any:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+class _Gold:
+    """The gold annotations of a fixtures root holding ``veto/``, ``abstention/``, ``push/``."""
+
+    def __init__(self, root: Path) -> None:
+        scenarios = _read(root / "veto" / "scenarios.json")["scenarios"]
+        self.veto: dict[str, str] = {s["task"]: s["veto_decision_id"] for s in scenarios}
+        facts = {f["id"]: f["text"] for f in _read(root / "abstention" / "facts.json")}
+        self.fact_text = facts
+        self.probes: dict[str, str | None] = {
+            p["question"]: p["gold_fact_id"] for p in _read(root / "abstention" / "probes.json")
+        }
+        self.push: dict[tuple[str, str], list[str]] = {}
+        for path in sorted((root / "push" / "conversations").glob("*.json")):
+            conv = _read(path)
+            for turn in conv["turns"]:
+                self.push[(conv.get("source", "default"), turn["text"])] = list(turn["gold"])
+
+
+class Oracle:
+    """Knows the gold, answers from what it stored (by text)."""
+
+    def __init__(self, fixtures: str) -> None:
+        self.gold = _Gold(Path(fixtures))
+        self.reset()
+
+    def reset(self) -> None:
+        self.by_text: dict[str, str] = {}
+        self.ids: set[str] = set()
+
+    def ingest(self, records: Sequence[Record]) -> None:
+        for record in records:
+            self.by_text[record.text] = record.id
+            self.ids.add(record.id)
+
+    def search(self, query: Query) -> Answer:
+        veto_id = self.gold.veto.get(query.text)
+        if veto_id is not None and veto_id in self.ids:
+            return Answer(hits=[Hit(veto_id, 1.0)], abstain=False)
+        if query.text in self.gold.probes:
+            gold = self.gold.probes[query.text]
+            stored = self.by_text.get(self.gold.fact_text[gold]) if gold is not None else None
+            if stored is None:
+                return Answer(hits=[], abstain=True)
+            return Answer(hits=[Hit(stored, 1.0)], abstain=False)
+        return Answer(hits=[], abstain=True)
+
+    def push(self, query: Query) -> list[str]:
+        gold = self.gold.push.get((query.source, query.text), [])
+        return [ident for ident in gold if ident in self.ids][: query.k]
+
+
+class IdOracle(Oracle):
+    """Answers with gold ids whatever text was ingested under them (so a shuffle cannot hurt it);
+    on an unanswerable probe it abstains but still returns a decoy hit."""
+
+    def search(self, query: Query) -> Answer:
+        if query.text in self.gold.probes:
+            gold = self.gold.probes[query.text]
+            if gold is None:
+                decoy = min(self.ids)
+                return Answer(hits=[Hit(decoy, 0.1)], abstain=True)
+            return Answer(hits=[Hit(gold, 1.0)], abstain=False)
+        return super().search(query)
+
+
+class Abstainer:
+    """Abstains on everything, with no hits at all; no ``push`` (the default push applies)."""
+
+    def __init__(self, **_options: Any) -> None:
+        self.calls = 0
+
+    def reset(self) -> None:
+        pass
+
+    def ingest(self, records: Sequence[Record]) -> None:
+        pass
+
+    def search(self, query: Query) -> Answer:
+        self.calls += 1
+        return Answer(hits=[], abstain=True)
+
+
+class AbstainingReference:
+    """The reference memory's hits, always with ``abstain=True``; no ``push``."""
+
+    def __init__(self, **options: Any) -> None:
+        self.inner = ReferenceMemory(**options)
+
+    def reset(self) -> None:
+        self.inner.reset()
+
+    def ingest(self, records: Sequence[Record]) -> None:
+        self.inner.ingest(records)
+
+    def search(self, query: Query) -> Answer:
+        return Answer(hits=self.inner.search(query).hits, abstain=True)
+
+
+class Exploding(ReferenceMemory):
+    """The reference memory, but ``search`` and ``push`` raise when the query contains ``trigger``."""
+
+    def __init__(self, trigger: str = "KABOOM", **options: Any) -> None:
+        super().__init__(**options)
+        self.trigger = trigger
+
+    def search(self, query: Query) -> Answer:
+        if self.trigger in query.text:
+            raise ValueError(f"index shard 3 is corrupt ({self.trigger})")
+        return super().search(query)
+
+    def push(self, query: Query) -> list[str]:
+        if self.trigger in query.text:
+            raise ValueError(f"entity index unavailable ({self.trigger})")
+        return super().push(query)
+
+
+def broken_factory(**_options: Any) -> Any:
+    """A factory that fails when called (the adapter cannot be built)."""
+    raise RuntimeError("missing API key for the vector store")

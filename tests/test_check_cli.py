@@ -1,0 +1,284 @@
+"""check and bless through the real CLI, on real git repositories (bare origin, clones, a
+GitHub-style merge commit in a depth-1 checkout, event payloads). Every exit code is reached."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+import pytest
+from gitrepos import ISOLATED_ENV, LEAKY_VARS, actions_checkout, clone, commit, git, init
+
+CONFIG = """\
+[adapter]
+python = "membench_gate.reference:ReferenceMemory"
+[adapter.options]
+tau = {tau}
+[suites.veto]
+fixtures = ["builtin"]
+k = {k}
+[suites.abstention]
+fixtures = ["builtin"]
+[suites.push]
+fixtures = ["builtin"]
+{extra}
+"""
+
+LEAKY_ADAPTER = '''\
+from membench_gate.reference import ReferenceMemory
+
+
+class Leaky(ReferenceMemory):
+    """Pushes a page of another source on every turn: a source-isolation violation."""
+
+    def ingest(self, records):
+        super().ingest(records)
+        self.foreign = sorted(r.id for r in records if r.source != records[0].source)
+
+    def push(self, query):
+        return (self.foreign[:1] or []) + super().push(query)[:2]
+'''
+
+JUSTIFICATION = ("Lowering tau to 0.4 trades abstention/default net_at_1 and the newly failed "
+                 "probes for more coverage, which our users asked for in the support review")
+
+
+def config_text(tau: float = 0.45, k: int = 5, extra: str = "") -> str:
+    return CONFIG.format(tau=tau, k=k, extra=extra)
+
+
+def cli_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment of a developer's shell: no CI variables, isolated git."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in LEAKY_VARS and k != "CI" and not k.startswith("GITHUB_")}
+    env.update(ISOLATED_ENV)
+    env.update(extra or {})
+    return env
+
+
+def gate(cwd: Path, *args: str, env: Mapping[str, str] | None = None
+         ) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "membench_gate", *args], cwd=cwd,
+                          env=cli_env(env), capture_output=True, text=True, check=False)
+
+
+@pytest.fixture(scope="module")
+def origin(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A bare origin whose main has a blessed baseline (tau 0.45)."""
+    root = tmp_path_factory.mktemp("origin")
+    seed = init(root / "seed")
+    commit(seed, "memory repo", {"membench.toml": config_text(), "README.md": "memory\n"})
+    done = gate(seed, "bless")
+    assert done.returncode == 0, done.stderr
+    commit(seed, "bless baseline", {})
+    bare = root / "origin.git"
+    git(root, "clone", "-q", "--bare", str(seed), str(bare))
+    return bare
+
+
+@pytest.fixture
+def work(origin: Path, tmp_path: Path) -> Path:
+    repo = clone(f"file://{origin}", tmp_path / "work")
+    git(repo, "checkout", "-q", "-b", "pr")
+    return repo
+
+
+def verdict_of(repo: Path, *args: str, env: Mapping[str, str] | None = None
+               ) -> tuple[int, dict, str]:
+    out = repo / "verdict.json"
+    out.unlink(missing_ok=True)
+    done = gate(repo, "check", "--json", str(out), *args, env=env)
+    data = json.loads(out.read_text()) if out.exists() else {}
+    return done.returncode, data, done.stdout + done.stderr
+
+
+def test_pass_on_an_unchanged_pr(work: Path) -> None:
+    code, verdict, out = verdict_of(work, "--report", "report.md")
+    assert code == 0, out
+    assert verdict["verdict"] == "pass" and verdict["mode"] == "same-hash"
+    assert verdict["base"]["how"] == "remote-default-branch"
+    assert (work / "report.md").read_text().startswith("## membench-gate: ✅ PASS")
+
+
+def test_regression_then_bless_then_pass(work: Path) -> None:
+    commit(work, "lower tau", {"membench.toml": config_text(tau=0.4)})
+    code, verdict, out = verdict_of(work)
+    assert code == 1, out
+    assert verdict["verdict"] == "regression"
+    assert "abstention/default" in verdict["newly_failed"]
+    assert "membench-gate bless" in out  # tells what to do next
+
+    before = (work / "baselines/main.json").read_bytes()
+    refused = gate(work, "bless", "--justification", "update baseline")
+    assert refused.returncode == 1
+    assert "justification" in refused.stderr and "Traceback" not in refused.stderr
+    assert (work / "baselines/main.json").read_bytes() == before  # nothing written
+
+    done = gate(work, "bless", "--justification", JUSTIFICATION)
+    assert done.returncode == 0, done.stderr
+    first = (work / "baselines/main.json").read_bytes()
+    again = gate(work, "bless")  # re-running keeps the recorded reason: byte-identical
+    assert again.returncode == 0, again.stderr
+    assert (work / "baselines/main.json").read_bytes() == first
+    recorded = json.loads(first)["justification"]
+    assert "abstention/default:net_at_1" in recorded["breaches"]
+
+    code, verdict, out = verdict_of(work)
+    assert code == 0, out
+    assert verdict["blessed"] is True
+
+
+def test_allow_regression_is_local_only(work: Path) -> None:
+    commit(work, "lower tau", {"membench.toml": config_text(tau=0.4)})
+    code, verdict, _ = verdict_of(work, "--allow-regression", "trying a stricter floor")
+    assert code == 0 and verdict["allowed_regression"] == "trying a stricter floor"
+    for var in ("CI", "GITHUB_ACTIONS"):
+        code, _, out = verdict_of(work, "--allow-regression", "x", env={var: "true"})
+        assert code == 4
+        assert "local only" in out and "Traceback" not in out
+
+
+def test_changed_suite_option_requires_bless(work: Path) -> None:
+    commit(work, "k=3", {"membench.toml": config_text(k=3)})
+    code, verdict, _ = verdict_of(work)
+    assert (code, verdict["verdict"], verdict["mode"]) == (2, "bless-required", "corpus-bless")
+
+
+def test_deleted_baseline_requires_bless(work: Path) -> None:
+    commit(work, "drop baseline", {"baselines/main.json": None})
+    code, verdict, _ = verdict_of(work)
+    assert code == 2 and "deleted" in verdict["notes"][0]
+
+
+def test_results_from_another_config_are_inconclusive(work: Path, tmp_path: Path) -> None:
+    other = tmp_path / "other.toml"
+    other.write_text(config_text(tau=0.3))
+    done = gate(work, "run", "--config", str(other), "--out", str(tmp_path / "r.json"))
+    assert done.returncode == 0, done.stderr
+    code, verdict, _ = verdict_of(work, "--results", str(tmp_path / "r.json"))
+    assert (code, verdict["verdict"]) == (3, "inconclusive")
+    # The same results under the matching config are gated normally.
+    done = gate(work, "run", "--out", str(tmp_path / "same.json"))
+    code, verdict, _ = verdict_of(work, "--results", str(tmp_path / "same.json"))
+    assert (code, verdict["verdict"]) == (0, "pass")
+
+
+def test_unknown_schema_version_at_base_is_inconclusive(work: Path) -> None:
+    git(work, "checkout", "-q", "main")
+    data = json.loads((work / "baselines/main.json").read_text())
+    data["schema_version"] = 99
+    commit(work, "future baseline", {"baselines/main.json": json.dumps(data)})
+    git(work, "checkout", "-q", "-b", "pr2")
+    commit(work, "restore", {"baselines/main.json": json.dumps({**data, "schema_version": 1})})
+    code, verdict, _ = verdict_of(work, "--base-ref", "main")
+    assert code == 3 and "schema_version" in verdict["notes"][0]
+
+
+def test_zero_gated_breach_refuses_bless_and_fails_check(work: Path) -> None:
+    extra = ""
+    commit(work, "leaky adapter", {
+        "leaky.py": LEAKY_ADAPTER,
+        "membench.toml": config_text(extra=extra).replace(
+            "membench_gate.reference:ReferenceMemory", "leaky:Leaky"),
+    })
+    before = (work / "baselines/main.json").read_bytes()
+    refused = gate(work, "bless", "--justification", JUSTIFICATION)
+    assert refused.returncode == 1
+    assert "source_isolation_violations" in refused.stderr
+    assert (work / "baselines/main.json").read_bytes() == before
+    code, verdict, _ = verdict_of(work)
+    assert code == 1
+    assert any(b["kind"] == "zero" for b in verdict["breaches"])
+
+
+def test_floor_removed_by_the_pr_is_enforced_from_the_base(origin: Path, tmp_path: Path) -> None:
+    repo = clone(f"file://{origin}", tmp_path / "floors")
+    floor = '[floors]\n"abstention/default:net_at_1" = 0.4\n'
+    commit(repo, "add a floor", {"membench.toml": config_text(extra=floor)})
+    git(repo, "push", "-q", "origin", "HEAD:refs/heads/floors-main")
+    git(repo, "checkout", "-q", "-b", "pr")
+    commit(repo, "drop floor, raise tau", {"membench.toml": config_text(tau=0.9)})
+    assert gate(repo, "bless", "--justification", JUSTIFICATION).returncode == 1  # floor
+    code, verdict, _ = verdict_of(repo, "--base-ref", "floors-main")
+    assert code == 1
+    assert [b["kind"] for b in verdict["breaches"] if b["key"].endswith(":net_at_1")][0] == "floor"
+
+
+def test_merge_commit_in_a_depth_one_checkout(origin: Path, tmp_path: Path) -> None:
+    """GitHub's pull_request checkout: HEAD is refs/pull/N/merge at depth 1; base = 1st parent."""
+    dev = clone(f"file://{origin}", tmp_path / "dev")
+    main_sha = git(dev, "rev-parse", "HEAD")
+    git(dev, "checkout", "-q", "-b", "feature")
+    commit(dev, "lower tau", {"membench.toml": config_text(tau=0.4)})
+    git(dev, "checkout", "-q", "--detach", main_sha)
+    git(dev, "merge", "-q", "--no-ff", "-m", "Merge feature into main", "feature")
+    merge_sha = git(dev, "rev-parse", "HEAD")
+    git(dev, "push", "-q", "origin", f"{merge_sha}:refs/pull/7/merge")
+    ci = actions_checkout(f"file://{origin}", tmp_path / "ci", "refs/pull/7/merge")
+    assert git(ci, "rev-parse", "--is-shallow-repository") == "true"
+    env = {"GITHUB_EVENT_NAME": "pull_request", "GITHUB_SHA": merge_sha}
+    code, verdict, out = verdict_of(ci, env=env)
+    assert verdict["base"] == {"how": "merge-commit-parent", "ref": "HEAD^1", "sha": main_sha}
+    assert code == 1, out  # the PR raised tau without a bless
+
+
+def test_pr_head_checkout_uses_the_event_base_sha(origin: Path, tmp_path: Path) -> None:
+    dev = clone(f"file://{origin}", tmp_path / "dev")
+    main_sha = git(dev, "rev-parse", "HEAD")
+    git(dev, "checkout", "-q", "-b", "feature")
+    head = commit(dev, "docs", {"README.md": "memory, documented\n"})
+    git(dev, "push", "-q", "origin", "feature")
+    ci = actions_checkout(f"file://{origin}", tmp_path / "ci", head)
+    event = tmp_path / "event.json"
+    event.write_text(json.dumps({"pull_request": {"base": {"sha": main_sha, "ref": "main"},
+                                                  "head": {"sha": head}}}))
+    env = {"GITHUB_EVENT_NAME": "pull_request", "GITHUB_SHA": head,
+           "GITHUB_EVENT_PATH": str(event)}
+    code, verdict, out = verdict_of(ci, env=env)
+    assert code == 0, out
+    assert (verdict["base"]["how"], verdict["base"]["sha"]) == ("event-base-sha", main_sha)
+
+
+def test_no_remote_uses_the_local_branch(tmp_path: Path) -> None:
+    repo = init(tmp_path / "solo")
+    commit(repo, "memory", {"membench.toml": config_text()})
+    assert gate(repo, "bless").returncode == 0
+    commit(repo, "baseline", {})
+    git(repo, "checkout", "-q", "-b", "work")
+    commit(repo, "lower tau", {"membench.toml": config_text(tau=0.4)})
+    code, verdict, _ = verdict_of(repo)
+    assert (code, verdict["base"]["how"], verdict["base"]["ref"]) == (1, "local-branch", "main")
+
+
+def test_bootstrap(tmp_path: Path) -> None:
+    repo = init(tmp_path / "fresh")
+    commit(repo, "memory", {"membench.toml": config_text()})
+    git(repo, "checkout", "-q", "-b", "add-gate")
+    code, verdict, _ = verdict_of(repo)
+    assert (code, verdict["mode"]) == (2, "bootstrap")  # never a silent pass
+    assert gate(repo, "bless").returncode == 0
+    code, verdict, _ = verdict_of(repo)
+    assert (code, verdict["mode"]) == (0, "bootstrap")
+    assert "baseline introduced" in verdict["notes"][0]
+
+
+def test_unfetchable_base_is_a_clear_error(work: Path) -> None:
+    code, verdict, out = verdict_of(work, "--base-ref", "0123456789abcdef0123456789abcdef01234567")
+    assert code == 4 and verdict == {}
+    assert "0123456789abcdef0123456789abcdef01234567" in out
+    assert "Traceback" not in out and len(out.strip().splitlines()) == 1
+
+
+def test_verify_determinism_passes_on_the_reference_memory(work: Path) -> None:
+    code, verdict, out = verdict_of(work, "--verify-determinism")
+    assert code == 0, out
+
+
+def test_corrupt_committed_baseline_is_an_error_naming_the_file(work: Path) -> None:
+    (work / "baselines/main.json").write_text('{"schema_version": 1, "cells": ')
+    code, _, out = verdict_of(work)
+    assert code == 4 and "baselines/main.json:1:" in out and "Traceback" not in out
