@@ -1,0 +1,318 @@
+"""``membench-gate run`` and ``explain`` through real subprocesses: determinism, bad input, usage."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from membench_gate.metrics import REGISTRY
+
+REPO = Path(__file__).resolve().parent.parent
+TESTS = Path(__file__).resolve().parent
+
+
+def run_cli(*args: str | Path, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
+    """``python -m membench_gate ARGS`` in a real subprocess (the package found via PYTHONPATH)."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    env.pop("CI", None)
+    return subprocess.run([sys.executable, "-m", "membench_gate", *map(str, args)], cwd=cwd,
+                          env=env, capture_output=True, text=True, timeout=120, check=False)
+
+
+def without_receipt(text: str) -> str:
+    """The results text with the top-level ``receipt`` object cut out, byte for byte otherwise."""
+    lines = text.splitlines(keepends=True)
+    start = lines.index('  "receipt": {\n')
+    end = next(i for i in range(start, len(lines)) if lines[i] in ("  },\n", "  }\n"))
+    return "".join(lines[:start] + lines[end + 1:])
+
+
+def write_json(path: Path, data: Any) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    return path
+
+
+def write_config(folder: Path, suites: str, adapter: str | None = None,
+                 options: str = "") -> Path:
+    """A membench.toml in ``folder`` with the test adapters module next to it."""
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copy(TESTS / "adapters_for_tests.py", folder / "adapters_for_tests.py")
+    head = f'[adapter]\npython = "{adapter}"\n' if adapter else ""
+    if options:
+        head += f"[adapter.options]\n{options}\n"
+    path = folder / "membench.toml"
+    path.write_text(head + suites, encoding="utf-8")
+    return path
+
+
+def abstention_fixtures(folder: Path, probes: list[dict[str, Any]] | None = None) -> Path:
+    write_json(folder / "facts.json", [
+        {"id": "f1", "text": "The billing service stores money as integer cents."},
+        {"id": "f2", "text": "Staging deploys run every weekday at 14:00 UTC."},
+        {"id": "f3", "text": "The on-call rotation hands over on Mondays at 10:00."},
+    ])
+    write_json(folder / "probes.json", probes or [
+        {"id": "p1", "question": "How does billing store money?", "gold_fact_id": "f1"},
+        {"id": "p2", "question": "When do staging deploys run?", "gold_fact_id": "f2"},
+        {"id": "p3", "question": "Which CDN serves the docs site?", "gold_fact_id": None},
+    ])
+    return folder
+
+
+ABSTENTION_FX = '[suites.abstention]\nfixtures = ["fx"]\nk = 3\n'
+
+
+def assert_error(proc: subprocess.CompletedProcess[str], *needles: str) -> None:
+    """Exit 4, one clear message naming every needle, no traceback."""
+    assert proc.returncode == 4, (proc.returncode, proc.stdout, proc.stderr)
+    assert "Traceback" not in proc.stderr
+    assert "error" in proc.stderr
+    for needle in needles:
+        assert needle in proc.stderr, (needle, proc.stderr)
+
+
+# -- determinism ---------------------------------------------------------------------------------
+
+
+def test_two_runs_and_another_cwd_are_byte_identical_apart_from_receipt(tmp_path: Path) -> None:
+    outs = [tmp_path / "a.json", tmp_path / "b.json", tmp_path / "elsewhere" / "c.json"]
+    for out in outs[:2]:
+        proc = run_cli("run", "--out", out)
+        assert proc.returncode == 0, proc.stderr
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    proc = run_cli("run", "--config", REPO / "membench.toml", "--out", outs[2], cwd=elsewhere)
+    assert proc.returncode == 0, proc.stderr
+
+    texts = [out.read_text(encoding="utf-8") for out in outs]
+    stripped = [without_receipt(text) for text in texts]
+    assert stripped[0] == stripped[1] == stripped[2]
+    assert len(stripped[0]) < len(texts[0])  # the receipt really was there and was cut
+    receipt = json.loads(texts[0])["receipt"]
+    assert set(receipt) >= {"tool_version", "git_sha", "started_at", "duration_s", "adapter"}
+    assert "receipt" not in json.loads(stripped[0])
+
+
+def test_run_summary_on_stdout_and_quiet_stderr(tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    proc = run_cli("run", "--out", out)
+    assert proc.returncode == 0
+    assert proc.stderr == ""  # progress only on a TTY
+    for cell in ("veto/files_known", "abstention/default", "push/default"):
+        assert cell in proc.stdout
+    assert str(out) in proc.stdout
+
+
+def test_suite_filter_and_include_holdout(tmp_path: Path) -> None:
+    plain, holdout = tmp_path / "plain.json", tmp_path / "holdout.json"
+    assert run_cli("run", "--suite", "veto", "--out", plain).returncode == 0
+    assert run_cli("run", "--suite", "veto", "--include-holdout", "--out", holdout).returncode == 0
+    a, b = (json.loads(p.read_text(encoding="utf-8")) for p in (plain, holdout))
+    assert set(a["cells"]) == {"veto/files_known", "veto/files_unknown"}
+    assert a["config"]["include_holdout"] is False
+    assert b["config"]["include_holdout"] is True
+    assert a["fixtures_hash"] != b["fixtures_hash"]
+    scenarios = json.loads((REPO / "fixtures/veto/scenarios.json").read_text())["scenarios"]
+    held = {s["id"] for s in scenarios if s.get("holdout")}
+    assert held
+    for condition in ("files_known", "files_unknown"):
+        cell = f"veto/{condition}"
+        assert a["cells"][cell]["gold_total"] == len(scenarios) - len(held)
+        assert b["cells"][cell]["gold_total"] == len(scenarios)
+        assert not held & set(a["items"][cell])
+        assert held <= set(b["items"][cell])
+
+
+def test_unknown_suite_filter_is_an_error(tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    assert_error(run_cli("run", "--suite", "vetoo", "--out", out), "vetoo")
+    assert not out.exists()
+
+
+# -- bad input -----------------------------------------------------------------------------------
+
+
+def test_malformed_fixture_json_names_file_line_and_column(tmp_path: Path) -> None:
+    fx = abstention_fixtures(tmp_path / "fx")
+    (fx / "facts.json").write_text(
+        '[\n  {"id": "f1", "text": "ok"},\n  {"id": "f2" "text": "missing comma"}\n]\n',
+        encoding="utf-8")
+    config = write_config(tmp_path, ABSTENTION_FX)
+    out = tmp_path / "r.json"
+    proc = run_cli("run", "--config", config, "--out", out, cwd=tmp_path)
+    assert_error(proc, "fx/facts.json:3:15")
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("suite", ["veto", "abstention", "push"])
+def test_gold_id_that_does_not_exist(tmp_path: Path, suite: str) -> None:
+    fx = tmp_path / "fx"
+    if suite == "abstention":
+        abstention_fixtures(fx, [
+            {"id": "p1", "question": "How does billing store money?", "gold_fact_id": "f1"},
+            {"id": "p2", "question": "Who owns the CDN?", "gold_fact_id": "fact-999"},
+        ])
+        missing, file = "fact-999", "fx/probes.json"
+    elif suite == "veto":
+        write_json(fx / "decisions.json", [{
+            "id": "dec-1", "decision": "Store money as integer cents.", "rationale": "Exact sums.",
+            "rejected": [{"option": "Floats", "reason": "They drift."}], "files": ["money.py"],
+            "created_at": "2024-01-01", "reviewed_at": None, "relevance": 0.5,
+        }])
+        write_json(fx / "scenarios.json", {"as_of": "2024-06-01", "scenarios": [{
+            "id": "scn-1", "task": "Use floats for amounts.", "files": ["money.py"],
+            "veto_decision_id": "dec-404", "trap": "direct", "rejected_option": "Floats",
+        }]})
+        missing, file = "dec-404", "fx/scenarios.json"
+    else:
+        write_json(fx / "conversations" / "c1.json", {
+            "id": "c1", "source": "work",
+            "pages": [{"slug": "ana-lima", "text": "Ana Lima runs the billing team.",
+                       "aliases": ["Ana"], "source": "work"}],
+            "turns": [{"id": "t1", "text": "Ask Ana about invoices.", "expect": "retrieve",
+                       "gold": ["nobody-here"], "acceptable": []}],
+        })
+        missing, file = "nobody-here", "fx/conversations/c1.json"
+    config = write_config(tmp_path, f'[suites.{suite}]\nfixtures = ["fx"]\n')
+    out = tmp_path / "r.json"
+    proc = run_cli("run", "--config", config, "--out", out, cwd=tmp_path)
+    assert_error(proc, missing, file)
+    assert not out.exists()
+
+
+def test_adapter_module_that_does_not_exist(tmp_path: Path) -> None:
+    abstention_fixtures(tmp_path / "fx")
+    config = write_config(tmp_path, ABSTENTION_FX, adapter="no_such_memory_pkg:Memory")
+    out = tmp_path / "r.json"
+    assert_error(run_cli("run", "--config", config, "--out", out), "no_such_memory_pkg")
+    assert not out.exists()
+
+
+def test_adapter_module_that_raises_on_import(tmp_path: Path) -> None:
+    abstention_fixtures(tmp_path / "fx")
+    (tmp_path / "crashing_adapter.py").write_text(
+        'raise RuntimeError("needs the vector-store extension")\n', encoding="utf-8")
+    config = write_config(tmp_path, ABSTENTION_FX, adapter="crashing_adapter:Memory")
+    out = tmp_path / "r.json"
+    out.write_text("previous results\n", encoding="utf-8")
+    proc = run_cli("run", "--config", config, "--out", out)
+    assert_error(proc, "crashing_adapter", "needs the vector-store extension")
+    assert out.read_text(encoding="utf-8") == "previous results\n"  # untouched
+
+
+def test_adapter_factory_that_raises(tmp_path: Path) -> None:
+    abstention_fixtures(tmp_path / "fx")
+    config = write_config(tmp_path, ABSTENTION_FX, adapter="adapters_for_tests:broken_factory")
+    out = tmp_path / "r.json"
+    proc = run_cli("run", "--config", config, "--out", out)
+    assert_error(proc, "broken_factory", "missing API key for the vector store")
+    assert not out.exists()
+
+
+def _exploding_push_fixture(folder: Path) -> None:
+    write_json(folder / "conversations" / "c1.json", {
+        "id": "c1", "source": "work",
+        "pages": [{"slug": "ana-lima", "text": "Ana Lima runs the billing team.",
+                   "aliases": ["Ana"], "source": "work"}],
+        "turns": [
+            {"id": "t1", "text": "Ask Ana about invoices.", "expect": "retrieve",
+             "gold": ["ana-lima"], "acceptable": []},
+            {"id": "t2", "text": "KABOOM: what about the refunds?", "expect": "silent",
+             "gold": [], "acceptable": []},
+        ],
+    })
+
+
+@pytest.mark.parametrize("suite", ["abstention", "push"])
+def test_adapter_that_raises_mid_suite(tmp_path: Path, suite: str) -> None:
+    fx = tmp_path / "fx"
+    if suite == "abstention":
+        abstention_fixtures(fx, [
+            {"id": "p1", "question": "How does billing store money?", "gold_fact_id": "f1"},
+            {"id": "p-boom", "question": "KABOOM when do deploys run?", "gold_fact_id": "f2"},
+            {"id": "p3", "question": "Which CDN serves the docs?", "gold_fact_id": None},
+        ])
+        needles = ("abstention", "p-boom", "index shard 3 is corrupt (KABOOM)")
+    else:
+        _exploding_push_fixture(fx)
+        needles = ("push", "c1.t2", "entity index unavailable (KABOOM)")
+    config = write_config(tmp_path, f'[suites.{suite}]\nfixtures = ["fx"]\n',
+                          adapter="adapters_for_tests:Exploding")
+    out = tmp_path / "r.json"
+    proc = run_cli("run", "--config", config, "--out", out, cwd=tmp_path)
+    assert_error(proc, *needles)
+    assert not out.exists()
+    assert proc.stdout == ""
+
+
+def test_debug_shows_the_traceback(tmp_path: Path) -> None:
+    _exploding_push_fixture(tmp_path / "fx")
+    config = write_config(tmp_path, '[suites.push]\nfixtures = ["fx"]\n',
+                          adapter="adapters_for_tests:Exploding")
+    out = tmp_path / "r.json"
+    proc = run_cli("run", "--config", config, "--out", out, "--debug")
+    assert proc.returncode == 4
+    assert "Traceback" in proc.stderr
+    assert "entity index unavailable" in proc.stderr
+    assert not out.exists()
+
+
+def test_missing_config_file(tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    assert_error(run_cli("run", "--config", tmp_path / "nope.toml", "--out", out), "nope.toml")
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(("toml", "bad", "suggestion"), [
+    ('[suites.veto]\nfixture = ["builtin"]\n', "fixture", "fixtures"),
+    ('[suites.veto]\n[gate]\ninclude_holdouts = true\n', "include_holdouts", "include_holdout"),
+    ('[suite.veto]\n', "suite", "suites"),
+])
+def test_unknown_config_key_suggests(tmp_path: Path, toml: str, bad: str, suggestion: str) -> None:
+    config = write_config(tmp_path, toml)
+    out = tmp_path / "r.json"
+    proc = run_cli("run", "--config", config, "--out", out)
+    assert_error(proc, repr(bad), f"did you mean {suggestion!r}")
+    assert not out.exists()
+
+
+# -- usage ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("argv", [["run", "--nope"], [], ["frobnicate"], ["run", "--suite"]])
+def test_bad_usage_exits_4(argv: list[str]) -> None:
+    proc = run_cli(*argv)
+    assert proc.returncode == 4, (proc.returncode, proc.stderr)
+    assert "Traceback" not in proc.stderr
+    assert proc.stderr.strip()
+
+
+def test_explain_one_metric() -> None:
+    proc = run_cli("explain", "net_at_5")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("net_at_5 (abstention")
+    assert "NET(λ) = (correct − λ·wrong) / n" in proc.stdout
+    assert len(proc.stdout.strip().splitlines()) == 1
+
+
+def test_explain_everything() -> None:
+    proc = run_cli("explain")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.strip().splitlines()
+    assert len(lines) == len(REGISTRY)
+    assert {line.split(" ", 1)[0] for line in lines} == set(REGISTRY)
+
+
+def test_explain_unknown_metric() -> None:
+    proc = run_cli("explain", "nope")
+    assert_error(proc, "nope")
+    assert proc.stdout == ""
