@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import os
 from dataclasses import dataclass
-from pathlib import Path
 
 from membench_gate.config import Config, floors_from_text, load_config
 from membench_gate.errors import GateError
@@ -134,6 +133,8 @@ def write_outputs(args: argparse.Namespace, config: Config, verdict: Verdict, re
                   base: Baseline | None) -> None:
     if args.json is not None:
         write_atomic(args.json, canonical_dumps(verdict.model_dump(mode="json")))
+    if args.base_out is not None and base is not None:
+        write_atomic(args.base_out, dumps_baseline(base))
     if args.report is not None:
         from membench_gate.report import render
 

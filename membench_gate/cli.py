@@ -56,7 +56,10 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--json", type=Path, metavar="FILE", help="write the verdict as JSON")
     check.add_argument("--verify-determinism", action="store_true",
                        help="run twice; differing results are INCONCLUSIVE")
-    check.add_argument("--include-holdout", action="store_true", help=argparse.SUPPRESS)
+    check.add_argument("--base-out", type=Path, metavar="FILE",
+                       help="also write the base commit's baseline (for re-rendering the report)")
+    check.add_argument("--include-holdout", action="store_true",
+                       help="score holdout items too (changes the measurement)")
 
     bless = commands.add_parser("bless", help="run and write the baseline (atomically)")
     _common(bless)
@@ -65,14 +68,21 @@ def build_parser() -> argparse.ArgumentParser:
     bless.add_argument("--base-ref", metavar="REV", help="base commit (default: auto-detected)")
 
     comment = commands.add_parser("comment", help="post or update the sticky PR comment")
-    comment.add_argument("--report", type=Path, metavar="FILE", help="Markdown to post")
-    comment.add_argument("--verdict", type=Path, metavar="FILE", help="verdict JSON (check --json)")
+    comment.add_argument("--report", type=Path, metavar="FILE",
+                         help="Markdown to post as it is (cut to the comment limit)")
+    comment.add_argument("--verdict", type=Path, metavar="FILE",
+                         help="verdict JSON (check --json): the comment is rendered from data")
     comment.add_argument("--results", type=Path, metavar="FILE",
-                         help="results JSON to re-render from (with --from-artifact)")
-    comment.add_argument("--from-artifact", action="store_true",
-                         help="workflow_run mode: validate an artifact and re-render from data")
-    comment.add_argument("--key", default=None, help="comment key (several gates per repo)")
-    comment.add_argument("--mode", choices=("update", "recreate", "off"), default=None)
+                         help="results JSON of the run the verdict is about")
+    comment.add_argument("--base", type=Path, metavar="FILE",
+                         help="base baseline the verdict compared with (check --base-out)")
+    comment.add_argument("--from-artifact", type=Path, metavar="DIR",
+                         help="workflow_run mode: validate results.json, verdict.json and "
+                              "base.json in DIR, find the PR by its head sha, re-render")
+    comment.add_argument("--key", default=None,
+                         help="comment key, for several gates in one repo (default: default)")
+    comment.add_argument("--mode", choices=("update", "recreate", "off"), default=None,
+                         help="update (default), recreate, or off")
     comment.add_argument("--debug", action="store_true", help="show tracebacks")
 
     explain = commands.add_parser("explain", help="the metric glossary")

@@ -124,7 +124,7 @@ def _net_chart(results: Results, base: Baseline | None) -> dict[str, Any] | None
     rows = [{"lam": metrics.format_number(lam), "base": before.metrics.get(n) if before else None,
              "head": now.metrics[n]} for lam, n in lams]
     values = [float(round4(v)) for r in rows for v in (r["base"], r["head"]) if v is not None]
-    low, high = min(values + [0.0]), max(values + [0.0])
+    low, high = min([*values, 0.0]), max([*values, 0.0])
     return {
         "rows": [{"lam": r["lam"], "base": fmt(r["base"]), "head": fmt(r["head"]),
                   "delta": _delta("net", r["base"], r["head"])} for r in rows],

@@ -60,10 +60,7 @@ def next_steps(verdict: Verdict, config_arg: str = "membench.toml") -> list[str]
 def verdict_summary(verdict: Verdict, config: Config, results: Results) -> str:
     """The concise terminal report of ``check``."""
     base = verdict.base
-    if base.sha:
-        where = f"base {base.sha[:12]} ({base.ref}, found by {base.how})"
-    else:
-        where = "no base commit"
+    where = f"base {base.sha[:12]} ({base.ref}, found by {base.how})" if base.sha else "no base commit"
     lines = [f"membench-gate: {_TITLES[verdict.verdict]} (exit {verdict.exit_code})"
              + (f" — mode {verdict.mode}" if verdict.mode else ""),
              f"  {where}; head fixtures_hash {results.fixtures_hash[:12]}"]

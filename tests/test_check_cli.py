@@ -205,7 +205,7 @@ def test_floor_removed_by_the_pr_is_enforced_from_the_base(origin: Path, tmp_pat
     assert gate(repo, "bless", "--justification", JUSTIFICATION).returncode == 1  # floor
     code, verdict, _ = verdict_of(repo, "--base-ref", "floors-main")
     assert code == 1
-    assert [b["kind"] for b in verdict["breaches"] if b["key"].endswith(":net_at_1")][0] == "floor"
+    assert next(b["kind"] for b in verdict["breaches"] if b["key"].endswith(":net_at_1")) == "floor"
 
 
 def test_merge_commit_in_a_depth_one_checkout(origin: Path, tmp_path: Path) -> None:
@@ -274,7 +274,7 @@ def test_unfetchable_base_is_a_clear_error(work: Path) -> None:
 
 
 def test_verify_determinism_passes_on_the_reference_memory(work: Path) -> None:
-    code, verdict, out = verdict_of(work, "--verify-determinism")
+    code, _, out = verdict_of(work, "--verify-determinism")
     assert code == 0, out
 
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from membench_gate.adapter import Answer, AdapterSession, Query, Record
+from membench_gate.adapter import AdapterSession, Answer, Query, Record
 from membench_gate.fixtures import Probe, SuiteFixtures
 from membench_gate.metrics import net_metric
 from membench_gate.suites import Progress, SuiteRun, ratio
@@ -51,7 +51,7 @@ def _tally(outcomes: list[str], lambdas: list[float]) -> dict[str, float]:
 
 def _ingest(session: AdapterSession, fx: SuiteFixtures, ids: list[str]) -> None:
     session.reset()
-    session.ingest([Record(id=ident, text=fact.text) for ident, fact in zip(ids, fx.facts)])
+    session.ingest([Record(id=ident, text=fact.text) for ident, fact in zip(ids, fx.facts, strict=True)])
 
 
 def run(fx: SuiteFixtures, session: AdapterSession, options: dict[str, Any],

@@ -1,0 +1,174 @@
+"""The composite action's gate step: ``python -m membench_gate.action``.
+
+Inputs arrive as environment variables set by ``action.yml`` (never ``${{ }}`` inside a script).
+It runs ``membench-gate run`` and ``check`` in subprocesses wrapped in stop-commands (so nothing the
+adapter prints can issue workflow commands), then writes the outputs, the step summary, at most
+ten annotations, posts the sticky comment, and exits with the verdict — or 0 when
+``fail-on-regression`` is false (an ERROR still fails: a broken gate must be visible).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import subprocess
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from membench_gate.actions_env import (
+    MAX_ANNOTATIONS,
+    annotation,
+    append,
+    format_outputs,
+    pull_request_number,
+)
+from membench_gate.errors import GateError
+
+_TRUE = {"true", "1", "yes", "on"}
+_FALSE = {"false", "0", "no", "off", ""}
+
+
+@dataclass(frozen=True)
+class Inputs:
+    config: str
+    token: str
+    comment: str
+    comment_key: str
+    fail_on_regression: bool
+    base_ref: str
+    include_holdout: bool
+    out_dir: Path
+
+
+def _flag(env: Mapping[str, str], name: str, default: bool) -> bool:
+    raw = env.get(name, "").strip().lower()
+    if raw in _TRUE:
+        return True
+    if raw in _FALSE:
+        return default if raw == "" else False
+    raise GateError(f"input {name.removeprefix('MEMBENCH_').lower().replace('_', '-')}: "
+                    f"expected true or false, got {raw!r}")
+
+
+def read_inputs(env: Mapping[str, str]) -> Inputs:
+    comment = env.get("MEMBENCH_COMMENT", "update").strip() or "update"
+    if comment not in ("update", "recreate", "off"):
+        raise GateError(f"input comment: expected update, recreate or off, got {comment!r}")
+    out_dir = Path(env.get("RUNNER_TEMP") or ".") / "membench-gate"
+    return Inputs(
+        config=env.get("MEMBENCH_CONFIG", "").strip() or "membench.toml",
+        token=env.get("GITHUB_TOKEN", ""),
+        comment=comment,
+        comment_key=env.get("MEMBENCH_COMMENT_KEY", "").strip() or "default",
+        fail_on_regression=_flag(env, "MEMBENCH_FAIL_ON_REGRESSION", True),
+        base_ref=env.get("MEMBENCH_BASE_REF", "").strip(),
+        include_holdout=_flag(env, "MEMBENCH_INCLUDE_HOLDOUT", False),
+        out_dir=out_dir,
+    )
+
+
+def _gate(args: list[str]) -> int:
+    """Run a membench-gate command with its output going to the log, commands disabled."""
+    token = secrets.token_hex(16)
+    print(f"::stop-commands::{token}", flush=True)
+    try:
+        done = subprocess.run([sys.executable, "-m", "membench_gate", *args], check=False)
+    finally:
+        print(f"::{token}::", flush=True)
+    return done.returncode
+
+
+def _annotations(verdict: dict) -> list[str]:
+    level = {"regression": "error", "error": "error", "bless-required": "warning",
+             "inconclusive": "warning"}.get(verdict.get("verdict", ""))
+    if level is None:
+        return []
+    lines = []
+    for breach in verdict.get("breaches", [])[:MAX_ANNOTATIONS]:
+        lines.append(annotation(level, f"{breach['key']}: {breach['detail']}",
+                                f"membench-gate {breach['kind']}"))
+    if not lines:
+        note = (verdict.get("notes") or [verdict.get("verdict", "")])[0]
+        lines.append(annotation(level, note, f"membench-gate {verdict.get('verdict')}"))
+    return lines
+
+
+def main(env: Mapping[str, str] | None = None) -> int:
+    env = dict(os.environ) if env is None else env
+    inputs = read_inputs(env)
+    if inputs.token:
+        print(f"::add-mask::{inputs.token}", flush=True)
+    out = inputs.out_dir
+    out.mkdir(parents=True, exist_ok=True)
+    paths = {name: out / name for name in ("results.json", "verdict.json", "report.md",
+                                           "base.json")}
+    for path in paths.values():
+        path.unlink(missing_ok=True)
+    holdout = ["--include-holdout"] if inputs.include_holdout else []
+    code = _gate(["run", "--config", inputs.config, "--out", str(paths["results.json"]),
+                  *holdout])
+    if code == 0:
+        base_ref = ["--base-ref", inputs.base_ref] if inputs.base_ref else []
+        code = _gate(["check", "--config", inputs.config, "--results",
+                      str(paths["results.json"]), "--json", str(paths["verdict.json"]),
+                      "--report", str(paths["report.md"]), "--base-out", str(paths["base.json"]),
+                      *base_ref, *holdout])
+    verdict = json.loads(paths["verdict.json"].read_text(encoding="utf-8")) \
+        if paths["verdict.json"].exists() else {"verdict": "error", "exit_code": code or 4,
+                                                 "notes": ["the gate failed; see the log"]}
+    comment_url = ""
+    if paths["verdict.json"].exists() and inputs.comment != "off":
+        comment_url = _comment(paths, inputs, env)
+    outputs = {
+        "verdict": verdict["verdict"],
+        "exit-code": str(verdict["exit_code"]),
+        "mode": verdict.get("mode") or "",
+        "base-sha": (verdict.get("base") or {}).get("sha") or "",
+        "report-path": str(paths["report.md"]) if paths["report.md"].exists() else "",
+        "results-path": str(paths["results.json"]) if paths["results.json"].exists() else "",
+        "comment-url": comment_url,
+    }
+    append("GITHUB_OUTPUT", format_outputs(outputs), env)
+    if paths["report.md"].exists():
+        append("GITHUB_STEP_SUMMARY", paths["report.md"].read_text(encoding="utf-8"), env)
+    else:
+        append("GITHUB_STEP_SUMMARY", "## membench-gate: ⛔ ERROR\n\nThe gate could not run; "
+               "the job log has the one-line reason.\n", env)
+    for line in _annotations(verdict):
+        print(line, flush=True)
+    exit_code = int(verdict["exit_code"])
+    if not inputs.fail_on_regression and exit_code in (1, 2, 3):
+        print(f"membench-gate: advisory mode (fail-on-regression: false): verdict "
+              f"{verdict['verdict']} does not fail the job")
+        return 0
+    return exit_code
+
+
+def _comment(paths: dict[str, Path], inputs: Inputs, env: Mapping[str, str]) -> str:
+    from membench_gate.comment import body_from_data, post, read_verdict, target_from_env
+    from membench_gate.results import parse_baseline, parse_results, read_file
+
+    pr = pull_request_number(env)
+    if pr is None:
+        print("comment: not a pull request run; nothing posted")
+        return ""
+    results = parse_results(read_file(paths["results.json"]), "results.json")
+    base = parse_baseline(read_file(paths["base.json"]), "base.json") \
+        if paths["base.json"].exists() else None
+    body = body_from_data(read_verdict(paths["verdict.json"]), results, base)
+    url, warning = post(body, pr, inputs.comment_key, inputs.comment, target_from_env(env))
+    if warning:
+        print(annotation("warning", warning, "membench-gate comment"), flush=True)
+    return url or ""
+
+
+if __name__ == "__main__":
+    try:
+        raise SystemExit(main())
+    except GateError as exc:
+        print(annotation("error", str(exc), "membench-gate"))
+        print(f"membench-gate: error: {exc}", file=sys.stderr)
+        raise SystemExit(exc.exit_code) from None

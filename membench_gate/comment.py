@@ -1,0 +1,183 @@
+"""``membench-gate comment``: the sticky PR comment, in a normal run or the fork-safe
+``workflow_run`` mode.
+
+In ``--from-artifact`` mode nothing the PR produced is trusted as text: the artifact's files are
+validated with the pydantic models, ids must look like ids, the PR is found through the API from the
+triggering run's head sha (and must still have that head), free text (the justification, notes,
+breach details) is dropped or re-derived, and the Markdown is rendered again from data.
+
+A failure to comment is a warning and never changes an exit code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from membench_gate.actions_env import annotation, event_payload, pull_request_number
+from membench_gate.errors import GateError
+from membench_gate.gate import Verdict
+from membench_gate.report import COMMENT_LIMIT, render
+from membench_gate.results import (
+    Baseline,
+    Results,
+    parse_baseline,
+    parse_results,
+    read_file,
+    validation_message,
+)
+
+ARTIFACT_FILES = ("results.json", "verdict.json", "base.json")
+_SAFE_ID = re.compile(r"^[A-Za-z0-9_.:/#@=+-]{1,200}$")
+
+
+@dataclass(frozen=True)
+class CommentTarget:
+    token: str
+    repository: str
+    api_url: str
+    graphql_url: str | None
+
+
+def target_from_env(env: Mapping[str, str]) -> CommentTarget:
+    return CommentTarget(
+        token=env.get("GITHUB_TOKEN", "") or env.get("INPUT_GITHUB_TOKEN", ""),
+        repository=env.get("GITHUB_REPOSITORY", ""),
+        api_url=env.get("GITHUB_API_URL", "") or "https://api.github.com",
+        graphql_url=env.get("GITHUB_GRAPHQL_URL") or None,
+    )
+
+
+def read_verdict(path: Path) -> Verdict:
+    data = read_file(path)
+    try:
+        return Verdict.model_validate_json(data)
+    except ValidationError as exc:
+        raise GateError(validation_message(str(path), exc)) from exc
+
+
+def body_from_data(verdict: Verdict, results: Results, base: Baseline | None) -> str:
+    return render(verdict, results, base, limit=COMMENT_LIMIT,
+                  full_report="in the job summary of this workflow run")
+
+
+def _check_ids(verdict: Verdict, results: Results, label: str) -> None:
+    """Reject an artifact whose ids could smuggle text: ids are data, not prose."""
+    names = [*results.cells, *verdict.newly_failed, *verdict.fixed]
+    names += [i for cell in results.cells.values() for i in cell.failed]
+    names += [i for ids in verdict.newly_failed.values() for i in ids]
+    names += [i for ids in verdict.fixed.values() for i in ids]
+    names += [b.key for b in verdict.breaches]
+    for name in names:
+        if not _SAFE_ID.match(name):
+            raise GateError(f"{label}: {name[:40]!r} is not a valid id or key")
+
+
+def _scrubbed(verdict: Verdict) -> Verdict:
+    """The verdict without free text: details are re-derived from kind, base and head."""
+    breaches = [b.model_copy(update={"detail": f"{b.kind}: {b.base} → {b.head}"})
+                for b in verdict.breaches]
+    check = verdict.justification_check.model_copy(update={
+        "text": None,
+        "failed_check": "the justification check failed (see the job log)"
+        if verdict.justification_check.failed_check else None,
+    })
+    return verdict.model_copy(update={
+        "breaches": breaches, "notes": [], "justification_check": check,
+        "allowed_regression": None,
+        "base": verdict.base.model_copy(update={"ref": None}),
+    })
+
+
+def load_artifact(folder: Path) -> tuple[Verdict, Results, Baseline | None]:
+    """Validate the fork-safe artifact: results.json, verdict.json and (optional) base.json."""
+    results_path, verdict_path, base_path = (folder / name for name in ARTIFACT_FILES)
+    results = parse_results(read_file(results_path), str(results_path))
+    verdict = read_verdict(verdict_path)
+    base = parse_baseline(read_file(base_path), str(base_path)) if base_path.exists() else None
+    _check_ids(verdict, results, str(folder))
+    return _scrubbed(verdict), results, base
+
+
+def post(body: str, pr: int, key: str, mode: str, target: CommentTarget) -> tuple[str | None,
+                                                                                   str | None]:
+    """Post or update the sticky comment: (url, warning)."""
+    from membench_gate.github import post_sticky_comment
+
+    outcome = post_sticky_comment(body=body, key=key, mode=mode, token=target.token,
+                                  repository=target.repository, pr_number=pr,
+                                  api_url=target.api_url, graphql_url=target.graphql_url)
+    return outcome.url, outcome.warning
+
+
+def _warn(message: str, env: Mapping[str, str]) -> None:
+    if env.get("GITHUB_ACTIONS"):
+        print(annotation("warning", message, "membench-gate comment"))
+    print(f"membench-gate: warning: {message}", file=sys.stderr)
+
+
+def _artifact_pr(target: CommentTarget, env: Mapping[str, str]) -> int | None:
+    from membench_gate.github import find_pr_for_head_sha
+
+    run = event_payload(env).get("workflow_run") or {}
+    head_sha = run.get("head_sha")
+    if not isinstance(head_sha, str):
+        raise GateError("--from-artifact needs a workflow_run event payload with head_sha "
+                        "(GITHUB_EVENT_PATH)")
+    return find_pr_for_head_sha(token=target.token, repository=target.repository,
+                                head_sha=head_sha, api_url=target.api_url)
+
+
+def comment(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> int:
+    """The ``comment`` command. Returns 0 even when GitHub refuses: the verdict stands."""
+    env = dict(os.environ) if env is None else env
+    key = args.key or env.get("MEMBENCH_COMMENT_KEY") or "default"
+    mode = args.mode or env.get("MEMBENCH_COMMENT_MODE") or "update"
+    if mode not in ("update", "recreate", "off"):
+        raise GateError(f"comment mode {mode!r}: expected update, recreate or off")
+    if mode == "off":
+        print("comment: off")
+        return 0
+    target = target_from_env(env)
+    if args.from_artifact is not None:
+        verdict, results, base = load_artifact(args.from_artifact)
+        body = body_from_data(verdict, results, base)
+        pr = _artifact_pr(target, env)
+        if pr is None:
+            print("comment: no open pull request has this run's head sha; nothing posted")
+            return 0
+    else:
+        body = _body(args)
+        pr = pull_request_number(env)
+        if pr is None:
+            print("comment: not a pull request run; nothing posted")
+            return 0
+    url, warning = post(body, pr, key, mode, target)
+    if warning:
+        _warn(warning, env)
+    else:
+        print(f"comment: {url}")
+    return 0
+
+
+def _body(args: argparse.Namespace) -> str:
+    if args.verdict is not None:
+        if args.results is None:
+            raise GateError("comment --verdict needs --results (the run the verdict is about)")
+        results = parse_results(read_file(args.results), str(args.results))
+        base = parse_baseline(read_file(args.base), str(args.base)) if args.base else None
+        return body_from_data(read_verdict(args.verdict), results, base)
+    if args.report is not None:
+        text = read_file(args.report).decode("utf-8", "replace")
+        if len(text) > COMMENT_LIMIT:
+            note = "\n\n_(cut to fit a comment; the full report is in the job summary)_\n"
+            text = text[: COMMENT_LIMIT - len(note)] + note
+        return text
+    raise GateError("comment needs --verdict and --results, --report, or --from-artifact")
