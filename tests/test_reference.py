@@ -1,0 +1,284 @@
+"""The reference memory against DESIGN §4, with the expected numbers computed independently here."""
+
+from __future__ import annotations
+
+import math
+import re
+from datetime import datetime, timezone
+
+import numpy as np
+import pytest
+
+from membench_gate import Answer, Query, Record
+from membench_gate.reference import HashEmbedder, ReferenceMemory, fnv1a_32
+
+DIMS = 64
+
+
+def utc(day: str) -> datetime:
+    return datetime.fromisoformat(day).replace(tzinfo=timezone.utc)
+
+
+def my_fnv(data: bytes) -> int:
+    h = 0x811C9DC5
+    for byte in data:
+        h ^= byte
+        h = (h * 0x01000193) % 2**32
+    return h
+
+
+def my_embed(text: str, dims: int = DIMS) -> np.ndarray:
+    tokens = [t for t in re.sub(r"[^0-9a-zà-ÿ]", " ", text.lower()).split() if len(t) > 2]
+    vec = np.zeros(dims)
+    for token in tokens:
+        h = my_fnv(token.encode("utf-8"))
+        vec[h % dims] += 1.0
+        vec[(h >> 8) % dims] += 0.5
+    norm = math.sqrt(float(vec @ vec))
+    return vec / norm if norm else vec
+
+
+# -- embedder ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("data", "expected"), [
+    (b"", 0x811C9DC5), (b"a", 0xE40C292C), (b"foobar", 0xBF9CF968),
+])
+def test_fnv1a_32_known_vectors(data: bytes, expected: int) -> None:
+    assert fnv1a_32(data) == expected
+    assert my_fnv(data) == expected
+
+
+def test_embed_is_l2_normalised_and_matches_the_spec() -> None:
+    embedder = HashEmbedder(DIMS)
+    for text in ("Store money as integer cents", "Café Über déjà-vu, re-use a an ok",
+                 "MQTT over TLS on port 8883"):
+        vec = embedder.embed(text)
+        assert float(np.linalg.norm(vec)) == pytest.approx(1.0)
+        assert np.allclose(vec, my_embed(text))
+    # Lowercase, punctuation to spaces, tokens of 1-2 characters dropped.
+    assert np.array_equal(embedder.embed("Don't RE-USE it, OK?"), embedder.embed("don use"))
+    empty = embedder.embed("a an to")
+    assert not empty.any()
+    assert not np.isnan(empty).any()
+
+
+def test_embed_uses_both_buckets() -> None:
+    h = fnv1a_32(b"ledger")
+    dims = next(d for d in range(64, 128) if h % d != (h >> 8) % d)
+    vec = HashEmbedder(dims).embed("ledger")
+    assert np.flatnonzero(vec).tolist() == sorted([h % dims, (h >> 8) % dims])
+    norm = math.sqrt(1.25)
+    assert vec[h % dims] == pytest.approx(1.0 / norm)
+    assert vec[(h >> 8) % dims] == pytest.approx(0.5 / norm)
+
+
+def test_embed_many_agrees_with_embed() -> None:
+    embedder = HashEmbedder(DIMS)
+    texts = ["Store money as integer cents", "", "Deploy staging on weekdays at 14:00"]
+    matrix = embedder.embed_many(texts)
+    for row, text in zip(matrix, texts):
+        assert np.allclose(row, embedder.embed(text))
+
+
+# -- composite score -----------------------------------------------------------------------------
+
+RECORDS = [
+    Record(id="r1", text="Store money as integer cents in the ledger",
+           files=("a.py", "b.py", "x.py"), created_at=utc("2024-01-01"),
+           reviewed_at=utc("2024-02-01"), relevance=0.9),
+    Record(id="r2", text="Deploy staging every weekday; the ledger export runs after",
+           files=("a.py",), created_at=utc("2023-06-01")),
+    Record(id="r3", text="Ledger amounts were floats in the first prototype",
+           files=("c.py",), created_at=utc("2001-01-01"), relevance=0.2),
+]
+
+
+def expected_score(record: Record, query: Query) -> float:
+    cosine = float(my_embed(record.text) @ my_embed(query.text))
+    overlap = (min(1.0, len(set(query.files) & set(record.files)) / len(set(query.files)))
+               if query.files else 0.0)
+    recency = 0.0
+    if query.as_of is not None and record.created_at is not None:
+        age = (query.as_of - record.created_at).total_seconds() / 86400
+        recency = 0.5 ** (min(age, 3650) / 30)
+    relevance = record.relevance or 0.0
+    approval = 1.0 if record.reviewed_at is not None else 0.0
+    return 0.32 * cosine + 0.27 * overlap + 0.18 * recency + 0.13 * relevance + 0.10 * approval
+
+
+@pytest.mark.parametrize("query", [
+    Query(text="ledger money cents", k=3, files=("a.py", "b.py", "c.py"), as_of=utc("2024-03-01")),
+    Query(text="ledger money cents", k=3),
+    Query(text="floats in the ledger", k=3, files=("c.py",), as_of=utc("2025-01-01")),
+])
+def test_composite_score_by_hand(query: Query) -> None:
+    memory = ReferenceMemory(dims=DIMS, tau=0.0)
+    memory.ingest(RECORDS)
+    answer = memory.search(query)
+    expected = sorted(((expected_score(r, query), r.id) for r in RECORDS), reverse=True)
+    assert [hit.id for hit in answer.hits] == [ident for _, ident in expected]
+    for hit, (score, _) in zip(answer.hits, expected):
+        assert hit.score == pytest.approx(score, abs=1e-9)
+
+
+def test_search_returns_at_most_k_best_first() -> None:
+    memory = ReferenceMemory(dims=DIMS)
+    memory.ingest(RECORDS)
+    answer = memory.search(Query(text="ledger", k=2))
+    assert len(answer.hits) == 2
+    assert answer.hits[0].score >= answer.hits[1].score
+
+
+def test_other_sources_are_never_returned() -> None:
+    memory = ReferenceMemory(dims=DIMS)
+    memory.ingest([
+        Record(id="w", text="Ana Lima leads the billing team", source="work"),
+        Record(id="p", text="Ana Lima leads the billing team", source="personal"),
+        Record(id="w2", text="The billing team ships on Tuesdays", source="work"),
+    ])
+    work = memory.search(Query(text="who leads billing", k=5, source="work"))
+    assert {hit.id for hit in work.hits} == {"w", "w2"}
+    personal = memory.search(Query(text="who leads billing", k=5, source="personal"))
+    assert [hit.id for hit in personal.hits] == ["p"]
+    nobody = memory.search(Query(text="who leads billing", k=5))
+    assert nobody.hits == []
+    assert nobody.abstain
+
+
+# -- abstention floor ----------------------------------------------------------------------------
+
+
+def test_tau_abstains_below_the_best_cosine_and_keeps_the_hits() -> None:
+    text = "Store money as integer cents"
+    query = Query(text="money cents rounding", k=3)
+    cosine = float(my_embed(text) @ my_embed(query.text))
+    assert 0.05 < cosine < 0.95
+    records = [Record(id="m", text=text)]
+
+    above = ReferenceMemory(dims=DIMS, tau=cosine + 1e-6)
+    above.ingest(records)
+    answer = above.search(query)
+    assert answer.abstain
+    assert [hit.id for hit in answer.hits] == ["m"]  # hits are returned even when abstaining
+
+    below = ReferenceMemory(dims=DIMS, tau=cosine - 1e-6)
+    below.ingest(records)
+    assert not below.search(query).abstain
+
+
+def test_tau_zero_never_abstains() -> None:
+    memory = ReferenceMemory(dims=DIMS, tau=0.0)
+    memory.ingest([Record(id="m", text="Store money as integer cents")])
+    answer = memory.search(Query(text="weekday staging deploys", k=3))
+    assert float(my_embed("weekday staging deploys") @ my_embed("Store money as integer cents")) \
+        == 0.0
+    assert not answer.abstain
+    assert [hit.id for hit in answer.hits] == ["m"]
+
+
+def test_reset_empties_the_store() -> None:
+    memory = ReferenceMemory(dims=DIMS)
+    memory.ingest(RECORDS)
+    memory.reset()
+    assert memory.search(Query(text="ledger", k=3)).hits == []
+
+
+# -- push ----------------------------------------------------------------------------------------
+
+PEOPLE = [
+    Record(id="priya-raman", text="Priya Raman manages the payments team.", source="work",
+           entity="priya-raman", aliases=("Priya",)),
+    Record(id="rajesh-kumar", text="Rajesh Kumar runs system design interviews.", source="work",
+           entity="rajesh-kumar", aliases=("Raj", "Rajesh")),
+    Record(id="lena-fischer", text="Lena Fischer is a candidate.", source="work",
+           entity="lena-fischer", aliases=("Lena",)),
+    Record(id="marcus-webb", text="Marcus Webb heads people operations.", source="work",
+           entity="marcus-webb", aliases=("Marcus",)),
+    Record(id="chinedu-okafor", text="Chinedu Okafor is the recruiter.", source="work",
+           entity="chinedu-okafor", aliases=("Chinedu",)),
+    Record(id="raj-malhotra", text="Raj Malhotra climbs on Thursdays.", source="personal",
+           entity="raj-malhotra", aliases=("Raj", "Raj M")),
+    Record(id="note", text="Priya prefers written scorecards.", source="work"),
+]
+
+
+@pytest.fixture
+def people() -> ReferenceMemory:
+    memory = ReferenceMemory(dims=DIMS)
+    memory.ingest(PEOPLE)
+    return memory
+
+
+def push(memory: ReferenceMemory, text: str, k: int = 3, source: str = "work",
+         context: tuple[str, ...] = ()) -> list[str]:
+    return memory.push(Query(text=text, k=k, source=source, context=context))
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("Can Priya join the debrief on Friday?", ["priya-raman"]),            # exact alias
+    ("can priya join the debrief on friday?", ["priya-raman"]),            # lowercase
+    ("Priya Raman wants scorecards today.", ["priya-raman"]),              # full name
+    ("Kumar will run the system design round.", ["rajesh-kumar"]),          # surname only
+    ("Did Fisher send back the take-home?", ["lena-fischer"]),              # misspelled surname
+    ("Let's grab lunch before the standup.", []),                           # nobody
+])
+def test_push_mentions(people: ReferenceMemory, text: str, expected: list[str]) -> None:
+    assert push(people, text) == expected
+
+
+def test_push_suppresses_entities_mentioned_earlier(people: ReferenceMemory) -> None:
+    context = ("Priya wants the debrief done by Friday.",)
+    assert push(people, "Priya also asked about the scorecards.", context=context) == []
+    assert push(people, "Priya and Marcus need to approve the band.", context=context) \
+        == ["marcus-webb"]
+
+
+def test_push_respects_the_budget(people: ReferenceMemory) -> None:
+    text = "Priya, Marcus, Lena and Chinedu are all in the offer meeting."
+    everyone = push(people, text, k=10)
+    assert set(everyone) == {"priya-raman", "marcus-webb", "lena-fischer", "chinedu-okafor"}
+    two = push(people, text, k=2)
+    assert len(two) == 2
+    assert set(two) <= set(everyone)
+    assert push(people, text, k=0) == []
+
+
+def test_push_never_crosses_sources(people: ReferenceMemory) -> None:
+    assert push(people, "Raj said the design round went well.") == ["rajesh-kumar"]
+    assert push(people, "Raj is training for Fontainebleau.", source="personal") \
+        == ["raj-malhotra"]
+    assert push(people, "Priya and Raj are both around.", source="personal") == ["raj-malhotra"]
+    assert push(people, "Priya is around.", source="oss") == []
+
+
+def test_push_depends_on_the_query_alone(people: ReferenceMemory) -> None:
+    first = push(people, "Ask Marcus about relocation.")
+    push(people, "Marcus again, and Lena.", context=("Marcus approved it.",))
+    assert push(people, "Ask Marcus about relocation.") == first == ["marcus-webb"]
+
+
+def test_records_without_an_entity_are_not_pushed(people: ReferenceMemory) -> None:
+    assert "note" not in push(people, "Priya prefers written scorecards.", k=10)
+
+
+# -- vectorised ranking --------------------------------------------------------------------------
+
+
+def test_search_embeds_the_query_once_not_every_record(monkeypatch: pytest.MonkeyPatch) -> None:
+    memory = ReferenceMemory(dims=DIMS)
+    memory.ingest([Record(id=f"r{i}", text=f"record number {i} about ledger rows {i % 7}")
+                   for i in range(300)])
+    calls: list[str] = []
+    original = HashEmbedder.embed
+
+    def counting(self: HashEmbedder, text: str) -> np.ndarray:
+        calls.append(text)
+        return original(self, text)
+
+    monkeypatch.setattr(HashEmbedder, "embed", counting)
+    for query in ("ledger rows", "record number 5", "nothing at all"):
+        answer = memory.search(Query(text=query, k=5))
+        assert isinstance(answer, Answer)
+        assert len(answer.hits) == 5
+    assert calls == ["ledger rows", "record number 5", "nothing at all"]
