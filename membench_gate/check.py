@@ -167,9 +167,10 @@ def bless(args: argparse.Namespace) -> int:
         outcome = check_justification(text, keys, base_text)
         if not outcome.ok:
             listed = ", ".join(keys[:5]) + (f" (and {len(keys) - 5} more)" if len(keys) > 5 else "")
-            raise GateError(
-                f"bless refused: the justification {outcome.failed}; it must explain these "
-                f"breaches against the base baseline: {listed}", exit_code=1)
+            why = "--justification is required" if text is None else \
+                f"the justification {outcome.failed}"
+            raise GateError(f"bless refused: {why}; it must explain these breaches against the "
+                            f"base baseline: {listed}", exit_code=1)
         justification = Justification(text=" ".join(text.split()), breaches=keys)
     elif text is not None:
         justification = Justification(text=" ".join(text.split()), breaches=[])

@@ -59,13 +59,12 @@ REGISTRY: dict[str, Metric] = {
         Metric("coverage", "abstention", "higher", "report",
                "Share of probes the system answered instead of abstaining."),
         Metric("correct", "abstention", "higher", "report",
-               "Probes answered with the gold fact in the top k, plus unanswerable probes "
-               "correctly abstained on."),
+               "Probes answered (not abstained) with the gold fact in the top k."),
         Metric("wrong", "abstention", "lower", "report",
                "Probes answered without the gold fact in the top k, or answered when nothing "
                "stored answers them."),
         Metric("abstain", "abstention", "lower", "report",
-               "Answerable probes the system abstained on."),
+               "Probes the system abstained on (right for unanswerable ones, a miss otherwise)."),
         Metric("crossover_lambda", "abstention", "higher", "report",
                "The λ at which NET(λ) reaches 0 (correct / wrong); absent when nothing is wrong."),
         Metric(

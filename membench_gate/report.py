@@ -30,7 +30,9 @@ _MARKER = re.compile(r"<!--|-->|membench-gate:v\d+", re.IGNORECASE)
 _MD_ESCAPES = {"\\": "\\\\", "|": "\\|", "[": "\\[", "]": "\\]", "*": "\\*", "_": "\\_",
                "~": "\\~", "&": "&amp;", "<": "&lt;", ">": "&gt;", "`": "&#96;"}
 _MD_CHARS = re.compile("[" + re.escape("".join(_MD_ESCAPES)) + "]")
-_MENTION = re.compile(r"([@#])(?=[\w/-])")
+# "@name" / "@org/team" mentions and "#123" issue references.
+_MENTION = re.compile(r"@(?=[A-Za-z0-9_-])|#(?=\d)")
+_ITEM_KINDS = ("newly-failed", "item-removed")
 _LEVELS = ("full", "no-item-lists", "gated-only", "summary")
 
 
@@ -39,9 +41,9 @@ def escape_md(value: Any) -> str:
     issue references and our own comment marker cannot take effect."""
     text = " ".join(str(value).split())
     text = _MARKER.sub("", text)
-    text = _MD_CHARS.sub(lambda m: _MD_ESCAPES[m.group(0)], text)
     # A zero-width space after @ and # keeps "@org/team" and "#123" from linking or notifying.
-    return _MENTION.sub(lambda m: m.group(1) + _ZWSP, text)
+    text = _MENTION.sub(lambda m: m.group(0) + _ZWSP, text)
+    return _MD_CHARS.sub(lambda m: _MD_ESCAPES[m.group(0)], text)
 
 
 def fmt(value: Any) -> str:
@@ -169,7 +171,9 @@ def context(verdict: Verdict, results: Results, base: Baseline | None, *, level:
         "base_hash": base.fixtures_hash[:12] if base else None,
         "breaches": [{"key": escape_md(b.key), "kind": b.kind, "base": fmt(b.base),
                       "head": fmt(b.head), "detail": escape_md(b.detail)}
-                     for b in verdict.breaches],
+                     for b in verdict.breaches if b.kind not in _ITEM_KINDS],
+        "item_breaches": {kind: sum(1 for b in verdict.breaches if b.kind == kind)
+                          for kind in _ITEM_KINDS},
         "hard": breach_keys(verdict, HARD_KINDS),
         "invariants": [{"cell": escape_md(c), "metric": escape_md(m), "value": fmt(v),
                         "ok": round4(v) == 0}
@@ -188,7 +192,7 @@ def context(verdict: Verdict, results: Results, base: Baseline | None, *, level:
                           "text": escape_md(check.text) if check.text else None,
                           "failed": escape_md(check.failed_check) if check.failed_check else None},
         "notes": [escape_md(n) for n in verdict.notes],
-        "steps": [escape_md(s) for s in next_steps(verdict, config_name)],
+        "steps": [s.replace("`", "'") for s in next_steps(verdict, config_name)],
         "reproduce": "membench-gate check" + (f" --base-ref {verdict.base.sha}"
                                               if verdict.base.sha else ""),
         "truncated": level != "full",

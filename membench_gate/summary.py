@@ -41,19 +41,21 @@ def next_steps(verdict: Verdict, config_arg: str = "membench.toml") -> list[str]
     keys = breach_keys(verdict)
     hard = breach_keys(verdict, HARD_KINDS)
     if verdict.verdict == "bless-required":
-        return [f'membench-gate bless{cfg} --justification "<why these changes are right>"',
-                "then commit the baseline file"]
+        return ["# the measurement changed or the committed baseline does not match this run:",
+                f'membench-gate bless{cfg} --justification "<why these changes are right>"',
+                "# then commit the baseline file"]
     if verdict.verdict == "regression" and hard:
-        return ["fix the code: zero-gated invariants and floors cannot be blessed or waived"]
+        return ["# fix the code: zero-gated invariants and floors cannot be blessed or waived"]
     if verdict.verdict == "regression" and keys:
         named = ", ".join(sorted({k.partition("#")[0] for k in keys})[:3])
         return [
-            "fix the regression, or accept it on purpose:",
-            f'  membench-gate bless{cfg} --justification "<why {named} got worse, naming it>"',
-            f'  locally only: membench-gate check{cfg} --allow-regression "<reason>"',
+            "# fix the regression, or accept it on purpose with a justification that names it:",
+            f'membench-gate bless{cfg} --justification "<why {named} got worse>"',
+            "# or, locally only, try it out without a baseline change:",
+            f'membench-gate check{cfg} --allow-regression "<reason>"',
         ]
     if verdict.verdict == "inconclusive":
-        return ["rerun without --results, or fix the reason above; nothing was compared"]
+        return ["# nothing was compared: fix the reason above (or rerun without --results)"]
     return []
 
 

@@ -43,11 +43,11 @@ class Leaky(ReferenceMemory):
         return (self.foreign[:1] or []) + super().push(query)[:2]
 '''
 
-JUSTIFICATION = ("Lowering tau to 0.4 trades abstention/default net_at_1 and the newly failed "
-                 "probes for more coverage, which our users asked for in the support review")
+JUSTIFICATION = ("Raising tau to 0.4 trades abstention/default net_at_1 and the newly failed "
+                 "probes for fewer wrong answers, which our users asked for in the support review")
 
 
-def config_text(tau: float = 0.45, k: int = 5, extra: str = "") -> str:
+def config_text(tau: float = 0.35, k: int = 5, extra: str = "") -> str:
     return CONFIG.format(tau=tau, k=k, extra=extra)
 
 
@@ -68,7 +68,7 @@ def gate(cwd: Path, *args: str, env: Mapping[str, str] | None = None
 
 @pytest.fixture(scope="module")
 def origin(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A bare origin whose main has a blessed baseline (tau 0.45)."""
+    """A bare origin whose main has a blessed baseline (tau 0.35)."""
     root = tmp_path_factory.mktemp("origin")
     seed = init(root / "seed")
     commit(seed, "memory repo", {"membench.toml": config_text(), "README.md": "memory\n"})
@@ -105,7 +105,7 @@ def test_pass_on_an_unchanged_pr(work: Path) -> None:
 
 
 def test_regression_then_bless_then_pass(work: Path) -> None:
-    commit(work, "lower tau", {"membench.toml": config_text(tau=0.4)})
+    commit(work, "raise tau", {"membench.toml": config_text(tau=0.4)})
     code, verdict, out = verdict_of(work)
     assert code == 1, out
     assert verdict["verdict"] == "regression"
@@ -133,7 +133,7 @@ def test_regression_then_bless_then_pass(work: Path) -> None:
 
 
 def test_allow_regression_is_local_only(work: Path) -> None:
-    commit(work, "lower tau", {"membench.toml": config_text(tau=0.4)})
+    commit(work, "raise tau", {"membench.toml": config_text(tau=0.4)})
     code, verdict, _ = verdict_of(work, "--allow-regression", "trying a stricter floor")
     assert code == 0 and verdict["allowed_regression"] == "trying a stricter floor"
     for var in ("CI", "GITHUB_ACTIONS"):
@@ -213,7 +213,7 @@ def test_merge_commit_in_a_depth_one_checkout(origin: Path, tmp_path: Path) -> N
     dev = clone(f"file://{origin}", tmp_path / "dev")
     main_sha = git(dev, "rev-parse", "HEAD")
     git(dev, "checkout", "-q", "-b", "feature")
-    commit(dev, "lower tau", {"membench.toml": config_text(tau=0.4)})
+    commit(dev, "raise tau", {"membench.toml": config_text(tau=0.4)})
     git(dev, "checkout", "-q", "--detach", main_sha)
     git(dev, "merge", "-q", "--no-ff", "-m", "Merge feature into main", "feature")
     merge_sha = git(dev, "rev-parse", "HEAD")
@@ -249,7 +249,7 @@ def test_no_remote_uses_the_local_branch(tmp_path: Path) -> None:
     assert gate(repo, "bless").returncode == 0
     commit(repo, "baseline", {})
     git(repo, "checkout", "-q", "-b", "work")
-    commit(repo, "lower tau", {"membench.toml": config_text(tau=0.4)})
+    commit(repo, "raise tau", {"membench.toml": config_text(tau=0.4)})
     code, verdict, _ = verdict_of(repo)
     assert (code, verdict["base"]["how"], verdict["base"]["ref"]) == (1, "local-branch", "main")
 

@@ -77,7 +77,7 @@ def test_embed_many_agrees_with_embed() -> None:
     embedder = HashEmbedder(DIMS)
     texts = ["Store money as integer cents", "", "Deploy staging on weekdays at 14:00"]
     matrix = embedder.embed_many(texts)
-    for row, text in zip(matrix, texts):
+    for row, text in zip(matrix, texts, strict=True):
         assert np.allclose(row, embedder.embed(text))
 
 
@@ -118,7 +118,7 @@ def test_composite_score_by_hand(query: Query) -> None:
     answer = memory.search(query)
     expected = sorted(((expected_score(r, query), r.id) for r in RECORDS), reverse=True)
     assert [hit.id for hit in answer.hits] == [ident for _, ident in expected]
-    for hit, (score, _) in zip(answer.hits, expected):
+    for hit, (score, _) in zip(answer.hits, expected, strict=True):
         assert hit.score == pytest.approx(score, abs=1e-9)
 
 

@@ -22,7 +22,6 @@ def run_cli(*args: str | Path, cwd: Path = REPO) -> subprocess.CompletedProcess[
     """``python -m membench_gate ARGS`` in a real subprocess (the package found via PYTHONPATH)."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         [str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])])}
-    env.pop("CI", None)
     return subprocess.run([sys.executable, "-m", "membench_gate", *map(str, args)], cwd=cwd,
                           env=env, capture_output=True, text=True, timeout=120, check=False)
 

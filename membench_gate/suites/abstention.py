@@ -1,6 +1,8 @@
 """abstention: does the memory answer what it knows and abstain on what it does not?
 
-NET(λ) = (correct − λ·wrong) / n over every probe, abstentions included. Two controls prove the
+NET(λ) = (correct − λ·wrong) / n over every probe, abstentions included: a correct answer scores 1,
+a wrong one −λ, an abstention 0 (so an always-abstaining system scores NET 0). A probe *passes*
+when answered correctly, or abstained on when nothing stored answers it. Two controls prove the
 suite can tell a good system from a broken one; each must *fail*:
 
 - ``control_floor_off`` answers with the top hit whatever ``abstain`` says; it fails as it should
@@ -27,25 +29,27 @@ SCORER_VERSION = 1
 CONTROLS = ("control_floor_off", "control_shuffled")
 
 
-def _judge(probe: Probe, answer: Answer, k: int, honour_abstain: bool,
-           gold_id: str | None) -> str:
-    """correct / wrong / abstain for one probe."""
+def _judge(probe: Probe, answer: Answer, k: int, honour_abstain: bool) -> str:
+    """correct / wrong / abstain for one probe: only an answer can be correct or wrong."""
     ids = [hit.id for hit in answer.hits[:k]]
     abstains = answer.abstain if honour_abstain else not ids
-    if probe.gold_fact_id is None:
-        return "correct" if abstains else "wrong"
     if abstains:
         return "abstain"
-    return "correct" if gold_id in ids else "wrong"
+    if probe.gold_fact_id is not None and probe.gold_fact_id in ids:
+        return "correct"
+    return "wrong"
+
+
+def _passes(probe: Probe, judged: str) -> bool:
+    """A probe passes when answered correctly, or abstained on when nothing answers it."""
+    return judged == "correct" or (judged == "abstain" and probe.gold_fact_id is None)
 
 
 def _tally(outcomes: list[str], lambdas: list[float]) -> dict[str, float]:
     n = len(outcomes)
     correct, wrong, abstain = (outcomes.count(o) for o in ("correct", "wrong", "abstain"))
     metrics = {net_metric(lam): ratio(correct - lam * wrong, n) for lam in lambdas}
-    metrics.update(correct=correct, wrong=wrong, abstain=abstain,
-                   coverage=ratio(sum(1 for o in outcomes if o != "abstain"), n))
-    # Unanswerable probes abstained on count as correct but not as coverage.
+    metrics.update(correct=correct, wrong=wrong, abstain=abstain, coverage=ratio(n - abstain, n))
     return metrics
 
 
@@ -83,11 +87,11 @@ def run(fx: SuiteFixtures, session: AdapterSession, options: dict[str, Any],
     shuffle_outcomes: list[str] = []
     for probe in probes:
         answer = answers[probe.id]
-        verdict = _judge(probe, answer, k, True, probe.gold_fact_id)
+        verdict = _judge(probe, answer, k, True)
         top = answer.hits[0] if answer.hits else None
         ids = [hit.id for hit in answer.hits[:k]]
         default_outcomes[probe.id] = {
-            "outcome": "pass" if verdict == "correct" else "fail",
+            "outcome": "pass" if _passes(probe, verdict) else "fail",
             "judged": verdict,
             "answerable": probe.gold_fact_id is not None,
             "abstained": answer.abstain,
@@ -95,8 +99,8 @@ def run(fx: SuiteFixtures, session: AdapterSession, options: dict[str, Any],
             "top": top.id if top else None,
             "score": top.score if top else None,
         }
-        floor_off.append(_judge(probe, answer, k, False, probe.gold_fact_id))
-        shuffle_outcomes.append(_judge(probe, shuffled[probe.id], k, True, probe.gold_fact_id))
+        floor_off.append(_judge(probe, answer, k, False))
+        shuffle_outcomes.append(_judge(probe, shuffled[probe.id], k, True))
 
     lam1 = net_metric(1.0)
     floor_metrics = _tally(floor_off, sorted({*lambdas, 1.0}))

@@ -1,0 +1,234 @@
+"""A memory repository as the action tests need it: a gate config on the built-in fixtures, a
+blessed baseline on main in a bare origin, the adapters a pull request may bring, and the
+environment variables GitHub's runner gives a composite action's step.
+
+Shared by test_action.py (the gate step as a subprocess) and test_action_e2e.py (the whole
+action under ``act``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from gitrepos import ISOLATED_ENV, LEAKY_VARS, commit, git, init
+from ruamel.yaml import YAML
+
+PROJECT = Path(__file__).resolve().parent.parent
+ACTION_YML = PROJECT / "action.yml"
+REPOSITORY = "acme/memory"
+PR_NUMBER = 5
+
+CONFIG = """\
+[adapter]
+python = "{adapter}"
+[adapter.options]
+tau = {tau}
+[suites.veto]
+fixtures = ["builtin"]
+[suites.abstention]
+fixtures = ["builtin"]
+[suites.push]
+fixtures = ["builtin"]
+"""
+
+# Abstains on everything and pushes nothing: every metric of every cell gets worse at once.
+SILENT_ADAPTER = '''\
+from membench_gate import Answer
+
+
+class Silent:
+    def __init__(self, **options):
+        pass
+
+    def reset(self):
+        pass
+
+    def ingest(self, records):
+        pass
+
+    def search(self, query):
+        return Answer(hits=[], abstain=True)
+
+    def push(self, query):
+        return []
+'''
+
+# The reference memory, printing workflow commands on stdout and stderr while it is measured.
+NOISY_ADAPTER = '''\
+import sys
+
+from membench_gate.reference import ReferenceMemory
+
+BAIT = ("::error::pwned", "::set-output name=x::y", "::warning::pwned-too")
+
+
+def _shout():
+    for line in BAIT:
+        print(line, flush=True)
+        print(line, file=sys.stderr, flush=True)
+
+
+_shout()
+
+
+class Noisy(ReferenceMemory):
+    def __init__(self, **options):
+        super().__init__(**options)
+        _shout()
+
+    def ingest(self, records):
+        _shout()
+        super().ingest(records)
+'''
+
+# Ends the interpreter from inside the adapter with a verdict-like code: not a verdict.
+EXITING_ADAPTER = '''\
+import sys
+
+
+class Exiting:
+    def __init__(self, **options):
+        sys.exit(2)
+'''
+
+
+def config_text(tau: float = 0.45, adapter: str = "membench_gate.reference:ReferenceMemory") -> str:
+    return CONFIG.format(tau=tau, adapter=adapter)
+
+
+def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """This process's environment without CI or workflow variables, with isolated git."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in LEAKY_VARS and k not in ("CI", "VIRTUAL_ENV")
+           and not k.startswith(("GITHUB_", "RUNNER_", "MEMBENCH_", "INPUT_", "ACTIONS_"))}
+    env.update(ISOLATED_ENV)
+    env.update(extra or {})
+    return env
+
+
+def bless(repo: Path) -> None:
+    """``membench-gate bless`` in ``repo`` as a developer runs it, then commit the baseline."""
+    done = subprocess.run([sys.executable, "-m", "membench_gate", "bless"], cwd=repo,
+                          env=clean_env(), capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    commit(repo, "bless baseline", {})
+
+
+def blessed_origin(root: Path, files: Mapping[str, str] | None = None) -> tuple[Path, str]:
+    """A bare origin whose main has the config, ``files`` and a blessed baseline: (origin, sha)."""
+    seed = init(root / "seed")
+    commit(seed, "memory repo", {"membench.toml": config_text(), "README.md": "memory\n",
+                                 **(files or {})})
+    bless(seed)
+    bare = root / "origin.git"
+    git(root, "clone", "-q", "--bare", str(seed), str(bare))
+    return bare, git(seed, "rev-parse", "HEAD")
+
+
+# -- what action.yml asks of the runner ---------------------------------------------------------
+
+def action_spec() -> dict[str, Any]:
+    return YAML(typ="safe").load(ACTION_YML.read_text(encoding="utf-8"))
+
+
+_EXPR = re.compile(r"\$\{\{\s*(.*?)\s*\}\}")
+
+
+def evaluate(text: str, inputs: Mapping[str, str], context: Mapping[str, str]) -> str:
+    """Substitute the ``${{ inputs.x }}`` / ``${{ github.x }}`` expressions action.yml uses."""
+
+    def value(match: re.Match[str]) -> str:
+        expr = match.group(1)
+        if expr.startswith("inputs."):
+            return inputs[expr.removeprefix("inputs.")]
+        if expr in context:
+            return context[expr]
+        raise AssertionError(f"action.yml uses ${{{{ {expr} }}}}, which this test cannot evaluate")
+
+    return _EXPR.sub(value, text)
+
+
+def resolved_inputs(given: Mapping[str, str], context: Mapping[str, str]) -> dict[str, str]:
+    """Every input of action.yml: the given value, else its default evaluated like the runner."""
+    spec = action_spec()["inputs"]
+    unknown = set(given) - set(spec)
+    assert not unknown, f"not inputs of action.yml: {sorted(unknown)}"
+    return {name: given[name] if name in given else evaluate(str(item.get("default", "")), {},
+                                                             context)
+            for name, item in spec.items()}
+
+
+def step_env(step_id: str, inputs: Mapping[str, str], context: Mapping[str, str]
+             ) -> dict[str, str]:
+    """The ``env:`` of the composite step ``step_id``, with its expressions evaluated."""
+    step = next(s for s in action_spec()["runs"]["steps"] if s.get("id") == step_id)
+    return {name: evaluate(str(value), inputs, context)
+            for name, value in (step.get("env") or {}).items()}
+
+
+# -- what the runner reads back -----------------------------------------------------------------
+
+def parse_file_command(text: str) -> dict[str, str]:
+    """``$GITHUB_OUTPUT`` / ``$GITHUB_ENV`` as the runner reads it: ``k=v`` or ``k<<DELIM``."""
+    values: dict[str, str] = {}
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        i += 1
+        if not line:
+            continue
+        heredoc, equals = line.find("<<"), line.find("=")
+        if heredoc >= 0 and (equals < 0 or heredoc < equals):
+            name, delimiter = line[:heredoc], line[heredoc + 2:]
+            assert name and delimiter, f"malformed heredoc line {line!r}"
+            body: list[str] = []
+            while True:
+                assert i < len(lines), f"heredoc {name!r}: delimiter {delimiter!r} never found"
+                current = lines[i]
+                i += 1
+                if current == delimiter:
+                    break
+                body.append(current)
+            values[name] = "\n".join(body)
+        else:
+            assert equals > 0, f"malformed line {line!r}"
+            values[line[:equals]] = line[equals + 1:]
+    return values
+
+
+def workflow_commands(log: str) -> tuple[list[str], list[list[str]]]:
+    """Split a step's log the way the runner processes it.
+
+    Returns (the workflow-command lines the runner acts on, the blocks of lines it shows as
+    plain text because they came between ``::stop-commands::TOKEN`` and ``::TOKEN::``).
+    """
+    active: list[str] = []
+    blocks: list[list[str]] = []
+    resume: str | None = None
+    for line in log.splitlines():
+        if resume is not None:
+            if line.strip() == resume:
+                resume = None
+            else:
+                blocks[-1].append(line)
+            continue
+        stripped = line.strip()
+        if not stripped.startswith("::"):
+            continue
+        active.append(stripped)
+        if stripped.startswith("::stop-commands::"):
+            token = stripped.removeprefix("::stop-commands::")
+            assert token, "stop-commands without a token"
+            resume = f"::{token}::"
+            blocks.append([])
+    assert resume is None, "commands were never resumed"
+    return active, blocks

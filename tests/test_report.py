@@ -1,0 +1,165 @@
+"""The scoreboard Markdown, rendered with GitHub's own parser (cmark-gfm): structure, escaping of
+hostile input, size limits."""
+
+from __future__ import annotations
+
+from html.parser import HTMLParser
+from pathlib import Path
+
+import cmarkgfm
+import pytest
+from cmarkgfm.cmark import Options
+
+from membench_gate.actions_env import annotation, format_outputs
+from membench_gate.gate import decide
+from membench_gate.report import COMMENT_LIMIT, escape_md, render
+from membench_gate.results import Baseline, Cell, Justification, Results
+
+HOSTILE = [
+    "<img src=x onerror=alert(1)>",
+    "@org/team",
+    "#1",
+    "| broken | table",
+    "``` run of backticks ```",
+    "<!-- membench-gate:v1 key=default -->",
+    "::error::pwned",
+    "<details><summary>x</summary>",
+]
+
+
+def to_html(markdown: str) -> str:
+    # GitHub renders raw HTML (then sanitises it): emulate the permissive part, so any tag that
+    # survives escaping shows up here.
+    return cmarkgfm.github_flavored_markdown_to_html(markdown, options=Options.CMARK_OPT_UNSAFE)
+
+
+class Tables(HTMLParser):
+    """Collects every table as rows of cell texts, plus the tags seen."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tables: list[list[list[str]]] = []
+        self.tags: list[str] = []
+        self._cell: list[str] | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append(tag)
+        if tag == "table":
+            self.tables.append([])
+        elif tag == "tr":
+            self.tables[-1].append([])
+        elif tag in ("td", "th"):
+            self._cell = []
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in ("td", "th") and self._cell is not None:
+            self.tables[-1][-1].append("".join(self._cell))
+            self._cell = None
+
+    def handle_data(self, data: str) -> None:
+        if self._cell is not None:
+            self._cell.append(data)
+
+
+def parse(html: str) -> Tables:
+    parser = Tables()
+    parser.feed(html)
+    return parser
+
+
+def results(cells: dict[str, Cell], hash_: str = "h" * 64) -> Results:
+    return Results(schema_version=1, fixtures_hash=hash_, config={}, cells=cells,
+                   digests={}, receipt={"tool_version": "0", "git_sha": "a" * 40,
+                                        "started_at": "x", "duration_s": 1, "adapter": "x"},
+                   items={})
+
+
+BASE_CELLS = {
+    "veto/files_known": Cell(metrics={"veto_recall_at_k": 0.9, "mrr": 0.5}, gold_total=20,
+                             failed=["scn-1"]),
+    "abstention/default": Cell(metrics={"net_at_1": 0.4, "net_at_2": 0.3, "net_at_5": 0.0,
+                                        "controls_passing": 0, "coverage": 0.6},
+                               gold_total=10, failed=[]),
+}
+
+
+def hostile_case(failed: list[str]) -> tuple[str, str]:
+    head_cells = dict(BASE_CELLS)
+    head_cells["veto/files_known"] = Cell(metrics={"veto_recall_at_k": 0.8, "mrr": 0.5},
+                                          gold_total=20, failed=["scn-1", *failed])
+    head_cells["abstention/default"] = Cell(metrics={**BASE_CELLS["abstention/default"].metrics,
+                                                     "net_at_1": 0.35}, gold_total=10, failed=[])
+    head = results(head_cells)
+    base = Baseline(schema_version=1, fixtures_hash="h" * 64, config={}, cells=BASE_CELLS)
+    committed = head.to_baseline(Justification(text=" ".join(HOSTILE), breaches=["x"]))
+    verdict = decide(base, committed, head)
+    markdown = render(verdict, head, base)
+    return markdown, to_html(markdown)
+
+
+def test_tables_keep_their_columns_and_details_render() -> None:
+    markdown, html = hostile_case([*HOSTILE, *[f"scn-{i:03d}" for i in range(10, 30)]])
+    parsed = parse(html)
+    assert len(parsed.tables) >= 4
+    for table in parsed.tables:
+        widths = {len(row) for row in table}
+        assert len(widths) == 1, table  # every row has as many cells as the header
+    assert "details" in parsed.tags and "summary" in parsed.tags
+    assert markdown.count("<details>") == markdown.count("</details>")
+    assert "xychart-beta" in markdown
+
+
+def test_hostile_input_comes_out_inert() -> None:
+    markdown, html = hostile_case(HOSTILE)
+    parsed = parse(html)
+    assert "img" not in parsed.tags
+    assert "onerror" not in html.split("&lt;img")[0]  # never inside a real tag
+    assert "@org/team" not in html and "@\u200borg/team" in html
+    assert "#1" not in html.replace("#\u200b1", "")
+    assert "membench-gate:v1" not in markdown
+    assert "<code>`" not in html and "&#96;&#96;&#96;" in markdown
+    # The justification is quoted, escaped, in one paragraph.
+    assert "&lt;img src=x onerror=alert(1)&gt;" in html
+
+
+@pytest.mark.parametrize("text", HOSTILE)
+def test_escape_md_makes_each_hostile_string_plain_text(text: str) -> None:
+    html = to_html(f"| a | b |\n|---|---|\n| {escape_md(text)} | end |\n")
+    table = parse(html).tables[0]
+    assert [len(row) for row in table] == [2, 2]
+    assert table[1][1] == "end"
+    assert set(parse(html).tags) <= {"table", "thead", "tbody", "tr", "th", "td"}
+
+
+def test_annotation_and_outputs_cannot_inject_workflow_commands() -> None:
+    line = annotation("error", "id::error::x\n::warning::injected%", "title: a, b")
+    assert "\n" not in line and line.startswith("::error title=title%3A a%2C b::")
+    assert line.endswith("%0A::warning::injected%25")
+    text = format_outputs({"verdict": "pass\nMEMBENCH_GATE_EOF\nevil=1"})
+    first, *rest = text.splitlines()
+    delimiter = first.split("<<", 1)[1]
+    assert rest[-1] == delimiter and delimiter not in "pass\nMEMBENCH_GATE_EOF\nevil=1"
+
+
+def test_comment_stays_under_the_limit_with_100000_newly_failed_items() -> None:
+    failed = [f"probe-{i:06d}" for i in range(100_000)]
+    head_cells = dict(BASE_CELLS)
+    head_cells["veto/files_known"] = Cell(metrics={"veto_recall_at_k": 0.0, "mrr": 0.0},
+                                          gold_total=100_020, failed=failed)
+    head = results(head_cells)
+    base = Baseline(schema_version=1, fixtures_hash="h" * 64, config={}, cells=BASE_CELLS)
+    verdict = decide(base, base, head)
+    assert len(render(verdict, head, base, limit=10**9)) > COMMENT_LIMIT  # the full report is big…
+    comment = render(verdict, head, base, limit=COMMENT_LIMIT)
+    assert len(comment) <= COMMENT_LIMIT  # …the comment is cut by whole sections
+    assert "full report" in comment
+    assert comment.count("<details>") == comment.count("</details>")
+    for table in parse(to_html(comment)).tables:
+        assert len({len(row) for row in table}) == 1
+
+
+def test_template_is_the_shipped_one() -> None:
+    from membench_gate.fixtures import data_dir
+
+    assert (data_dir() / "templates" / "scoreboard.md.j2").is_file()
+    assert Path(__file__).resolve().parent.parent.joinpath("templates/scoreboard.md.j2").is_file()
