@@ -197,12 +197,13 @@ def test_zero_gated_breach_refuses_bless_and_fails_check(work: Path) -> None:
 
 def test_floor_removed_by_the_pr_is_enforced_from_the_base(origin: Path, tmp_path: Path) -> None:
     repo = clone(f"file://{origin}", tmp_path / "floors")
-    floor = '[floors]\n"abstention/default:net_at_1" = 0.4\n'
+    floor = '[floors]\n"abstention/default:net_at_1" = 0.25\n'
     commit(repo, "add a floor", {"membench.toml": config_text(extra=floor)})
     git(repo, "push", "-q", "origin", "HEAD:refs/heads/floors-main")
     git(repo, "checkout", "-q", "-b", "pr")
     commit(repo, "drop floor, raise tau", {"membench.toml": config_text(tau=0.9)})
-    assert gate(repo, "bless", "--justification", JUSTIFICATION).returncode == 1  # floor
+    refused = gate(repo, "bless", "--base-ref", "floors-main", "--justification", JUSTIFICATION)
+    assert refused.returncode == 1 and "floor" in refused.stderr
     code, verdict, _ = verdict_of(repo, "--base-ref", "floors-main")
     assert code == 1
     assert next(b["kind"] for b in verdict["breaches"] if b["key"].endswith(":net_at_1")) == "floor"
