@@ -10,6 +10,7 @@ as a user's memory system does (``adapter.python = "adapters_for_tests:Oracle"``
 - :class:`AbstainingReference` returns the reference memory's hits but always abstains (the contract:
   hits are returned even when abstaining); it has no ``push``.
 - :class:`Exploding` is the reference memory, except that ``search``/``push`` raise on a trigger word.
+- :class:`WrongShape` returns a dict from ``search``; :func:`broken_factory` cannot be built.
 """
 
 from __future__ import annotations
@@ -141,6 +142,14 @@ class Exploding(ReferenceMemory):
         if self.trigger in query.text:
             raise ValueError(f"entity index unavailable ({self.trigger})")
         return super().push(query)
+
+
+class WrongShape(ReferenceMemory):
+    """The reference memory, except that ``search`` returns a plain dict instead of an Answer."""
+
+    def search(self, query: Query) -> Any:
+        answer = super().search(query)
+        return {"hits": [(h.id, h.score) for h in answer.hits], "abstain": answer.abstain}
 
 
 def broken_factory(**_options: Any) -> Any:

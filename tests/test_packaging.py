@@ -89,6 +89,16 @@ def test_installed_wheel_runs_from_an_unrelated_directory(installed: Path, tmp_p
     assert {"veto/files_known", "abstention/default", "push/default"} <= set(results["cells"])
     assert results["cells"]["veto/files_known"]["gold_total"] > 0
 
+    # The same measurement, the same bytes, as the source checkout gives (receipt apart).
+    source_out = tmp_path / "source.json"
+    proc = python("-m", "membench_gate", "run", "--config", str(config), "--out",
+                  str(source_out), cwd=elsewhere, pythonpath=REPO)
+    assert proc.returncode == 0, proc.stderr
+    from_source = json.loads(source_out.read_text(encoding="utf-8"))
+    results.pop("receipt")
+    from_source.pop("receipt")
+    assert results == from_source
+
 
 _HEAVY = ("github", "git")
 _PROBE = (

@@ -163,3 +163,20 @@ def test_template_is_the_shipped_one() -> None:
 
     assert (data_dir() / "templates" / "scoreboard.md.j2").is_file()
     assert Path(__file__).resolve().parent.parent.joinpath("templates/scoreboard.md.j2").is_file()
+
+
+def test_shipped_json_schemas_are_up_to_date_and_validate_real_files(tmp_path: Path) -> None:
+    import json
+
+    import jsonschema
+
+    from membench_gate.schemas import MODELS, SCHEMA_DIR, schema_text
+
+    for name, model in MODELS.items():
+        assert (SCHEMA_DIR / f"{name}.schema.json").read_text() == schema_text(model), name
+    root = Path(__file__).resolve().parent.parent
+    baseline = json.loads((root / "baselines/main.json").read_text())
+    jsonschema.validate(baseline, json.loads((SCHEMA_DIR / "baseline.schema.json").read_text()))
+    broken = {**baseline, "cells": {"x/y": {"metrics": {}, "gold_total": -1, "failed": []}}}
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(broken, json.loads((SCHEMA_DIR / "baseline.schema.json").read_text()))

@@ -253,6 +253,41 @@ def test_adapter_that_raises_mid_suite(tmp_path: Path, suite: str) -> None:
     assert proc.stdout == ""
 
 
+def test_adapter_that_returns_the_wrong_shape(tmp_path: Path) -> None:
+    abstention_fixtures(tmp_path / "fx")
+    config = write_config(tmp_path, ABSTENTION_FX, adapter="adapters_for_tests:WrongShape")
+    out = tmp_path / "r.json"
+    proc = run_cli("run", "--config", config, "--out", out)
+    assert_error(proc, "search()", "abstention", "p1", "Answer")
+    assert not out.exists()
+
+
+def test_duplicate_ids_across_merged_folders(tmp_path: Path) -> None:
+    abstention_fixtures(tmp_path / "fx")
+    abstention_fixtures(tmp_path / "more")
+    config = write_config(tmp_path, '[suites.abstention]\nfixtures = ["fx", "more"]\n')
+    out = tmp_path / "r.json"
+    proc = run_cli("run", "--config", config, "--out", out)
+    assert_error(proc, "duplicate", "'f1'", "more/facts.json")
+    assert not out.exists()
+
+
+def test_merged_folders_are_scored_together(tmp_path: Path) -> None:
+    abstention_fixtures(tmp_path / "fx")
+    write_json(tmp_path / "more" / "facts.json",
+               [{"id": "f9", "text": "Docs are served by the Fastly CDN."}])
+    write_json(tmp_path / "more" / "probes.json",
+               [{"id": "p9", "question": "Which CDN serves the docs?", "gold_fact_id": "f9"},
+                {"id": "p10", "question": "Who is on call?", "gold_fact_id": "f3"}])
+    config = write_config(tmp_path, '[suites.abstention]\nfixtures = ["fx", "more"]\n')
+    out = tmp_path / "r.json"
+    proc = run_cli("run", "--config", config, "--out", out)
+    assert proc.returncode == 0, proc.stderr
+    results = json.loads(out.read_text(encoding="utf-8"))
+    assert results["cells"]["abstention/default"]["gold_total"] == 5
+    assert set(results["items"]["abstention/default"]) == {"p1", "p2", "p3", "p9", "p10"}
+
+
 def test_debug_shows_the_traceback(tmp_path: Path) -> None:
     _exploding_push_fixture(tmp_path / "fx")
     config = write_config(tmp_path, '[suites.push]\nfixtures = ["fx"]\n',
