@@ -141,7 +141,7 @@ def bench_cli(repeat: int) -> float:
 
 
 def bench_memory(records: list[Record], queries: list[Query], repeat: int) -> tuple[float, float]:
-    memory = ReferenceMemory(tau=0.45)
+    memory = ReferenceMemory(tau=0.35)
 
     def ingest() -> None:
         memory.reset()

@@ -1,0 +1,153 @@
+"""``membench-gate comment`` through the real CLI against the loopback GitHub API: the normal PR mode
+and the fork-safe ``--from-artifact`` (workflow_run) mode."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from fakegithub import FakeGitHub  # noqa: E402
+
+from membench_gate.gate import decide  # noqa: E402
+from membench_gate.results import (  # noqa: E402
+    Baseline,
+    Cell,
+    Justification,
+    Results,
+    dumps_baseline,
+    dumps_results,
+)
+
+TOKEN = "ghs_comment_test_token_123"
+REPO = "acme/memory"
+HEAD_SHA = "c0ffee" + "0" * 34
+SECRET_TEXT = "justification text that must never be posted from an artifact"
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeGitHub]:
+    with FakeGitHub(token=TOKEN, login="github-actions", repository=REPO) as server:
+        server.add_pull(5, HEAD_SHA)
+        yield server
+
+
+def results(failed: list[str]) -> Results:
+    return Results(
+        schema_version=1, fixtures_hash="f" * 64, config={"suites": {}}, digests={},
+        cells={"veto/files_known": Cell(metrics={"veto_recall_at_k": 0.9}, gold_total=10,
+                                        failed=failed)},
+        receipt={"tool_version": "0", "started_at": "x", "duration_s": 1, "adapter": "a"},
+        items={})
+
+
+def write_artifact(folder: Path, failed: list[str]) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    base = results([]).to_baseline()
+    head = results(failed)
+    committed = head.to_baseline(Justification(text=SECRET_TEXT, breaches=["x"]))
+    verdict = decide(base, committed, head)
+    (folder / "results.json").write_text(dumps_results(head))
+    (folder / "verdict.json").write_text(json.dumps(verdict.model_dump(mode="json")))
+    (folder / "base.json").write_text(dumps_baseline(Baseline.model_validate(
+        json.loads(dumps_baseline(base)))))
+    return folder
+
+
+def run_comment(fake: FakeGitHub, tmp_path: Path, *args: str, event: dict | None = None,
+                event_name: str = "pull_request") -> subprocess.CompletedProcess[str]:
+    event_path = tmp_path / "event.json"
+    event_path.write_text(json.dumps(event if event is not None else
+                                     {"pull_request": {"number": 5}}))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GITHUB_")}
+    env.update({"GITHUB_TOKEN": TOKEN, "GITHUB_REPOSITORY": REPO, "GITHUB_API_URL": fake.api_url,
+                "GITHUB_GRAPHQL_URL": fake.graphql_url, "GITHUB_EVENT_PATH": str(event_path),
+                "GITHUB_EVENT_NAME": event_name, "NO_PROXY": "127.0.0.1,localhost"})
+    return subprocess.run([sys.executable, "-m", "membench_gate", "comment", *args], env=env,
+                          capture_output=True, text=True, check=False)
+
+
+def test_pr_mode_creates_then_updates_one_comment(fake: FakeGitHub, tmp_path: Path) -> None:
+    art = write_artifact(tmp_path / "a", ["scn-1"])
+    args = ("--verdict", str(art / "verdict.json"), "--results", str(art / "results.json"),
+            "--base", str(art / "base.json"))
+    first = run_comment(fake, tmp_path, *args)
+    assert first.returncode == 0, first.stderr
+    comments = fake.comments_on(5)
+    assert len(comments) == 1 and "scn-1" in comments[0]["body"]
+    assert "membench-gate:v1 key=default" in comments[0]["body"]
+    art2 = write_artifact(tmp_path / "b", ["scn-1", "scn-2"])
+    second = run_comment(fake, tmp_path, "--verdict", str(art2 / "verdict.json"), "--results",
+                         str(art2 / "results.json"))
+    assert second.returncode == 0, second.stderr
+    after = fake.comments_on(5)
+    assert [c["id"] for c in after] == [comments[0]["id"]] and "scn-2" in after[0]["body"]
+    assert TOKEN not in first.stdout + first.stderr + second.stdout + second.stderr
+
+
+def test_a_forbidden_token_is_a_warning_not_a_failure(fake: FakeGitHub, tmp_path: Path) -> None:
+    fake.fail("POST", r".*/comments", 403, count=None,
+              message="Resource not accessible by integration")
+    art = write_artifact(tmp_path / "a", ["scn-1"])
+    done = run_comment(fake, tmp_path, "--verdict", str(art / "verdict.json"), "--results",
+                       str(art / "results.json"))
+    assert done.returncode == 0
+    assert "403" in done.stderr and "warning" in done.stderr
+    assert fake.comments_on(5) == []
+
+
+def test_from_artifact_finds_the_pr_by_head_sha_and_rerenders(fake: FakeGitHub,
+                                                              tmp_path: Path) -> None:
+    art = write_artifact(tmp_path / "art", ["scn-7"])
+    event = {"workflow_run": {"head_sha": HEAD_SHA, "event": "pull_request"}}
+    done = run_comment(fake, tmp_path, "--from-artifact", str(art), event=event,
+                       event_name="workflow_run")
+    assert done.returncode == 0, done.stderr
+    [posted] = fake.comments_on(5)
+    assert "scn-7" in posted["body"] and "REGRESSION" in posted["body"]
+    assert SECRET_TEXT not in posted["body"]  # free text from the artifact is never posted
+
+
+def test_from_artifact_with_a_stale_head_posts_nothing(fake: FakeGitHub, tmp_path: Path) -> None:
+    art = write_artifact(tmp_path / "art", ["scn-7"])
+    event = {"workflow_run": {"head_sha": "d" * 40}}
+    done = run_comment(fake, tmp_path, "--from-artifact", str(art), event=event,
+                       event_name="workflow_run")
+    assert done.returncode == 0 and "nothing posted" in done.stdout
+    assert fake.comments_on(5) == []
+
+
+@pytest.mark.parametrize("tamper", ["hostile-id", "bad-json", "wrong-field"])
+def test_from_artifact_rejects_a_tampered_artifact(fake: FakeGitHub, tmp_path: Path,
+                                                   tamper: str) -> None:
+    art = write_artifact(tmp_path / "art", ["scn-7"])
+    if tamper == "hostile-id":
+        data = json.loads((art / "results.json").read_text())
+        data["cells"]["veto/files_known"]["failed"] = ["<img src=x onerror=alert(1)>"]
+        (art / "results.json").write_text(json.dumps(data))
+    elif tamper == "bad-json":
+        (art / "verdict.json").write_text('{"verdict": ')
+    else:
+        data = json.loads((art / "verdict.json").read_text())
+        data["verdict"] = "totally-fine"
+        (art / "verdict.json").write_text(json.dumps(data))
+    event = {"workflow_run": {"head_sha": HEAD_SHA}}
+    done = run_comment(fake, tmp_path, "--from-artifact", str(art), event=event,
+                       event_name="workflow_run")
+    assert done.returncode == 4
+    assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert fake.comments_on(5) == []
+    assert not fake.requests("POST")
+
+
+def test_off_mode_makes_no_request(fake: FakeGitHub, tmp_path: Path) -> None:
+    art = write_artifact(tmp_path / "a", ["scn-1"])
+    done = run_comment(fake, tmp_path, "--mode", "off", "--verdict", str(art / "verdict.json"),
+                       "--results", str(art / "results.json"))
+    assert done.returncode == 0 and fake.requests() == []
