@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fakegithub import FakeGitHub  # noqa: E402
+from fakegithub import FakeGitHub
 
-from membench_gate.gate import decide  # noqa: E402
-from membench_gate.results import (  # noqa: E402
+from membench_gate.gate import decide
+from membench_gate.results import (
     Baseline,
     Cell,
     Justification,
