@@ -13,8 +13,11 @@ from __future__ import annotations
 
 import importlib
 import math
+import signal
 import sys
-from collections.abc import Mapping, Sequence
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -134,12 +137,42 @@ def _one_line(exc: BaseException) -> str:
     return text[:300] if text else "(no message)"
 
 
-class AdapterSession:
-    """Calls the adapter on behalf of one suite and checks every answer it gives."""
+class _Timeout(Exception):
+    pass
 
-    def __init__(self, adapter: Any, suite: str) -> None:
+
+@contextmanager
+def _deadline(seconds: float) -> Iterator[None]:
+    """Interrupt a hanging call after ``seconds`` (POSIX, main thread; elsewhere no limit)."""
+    usable = seconds > 0 and hasattr(signal, "setitimer") and \
+        threading.current_thread() is threading.main_thread()
+    if not usable:
+        yield
+        return
+
+    def expire(signum: int, frame: Any) -> None:
+        raise _Timeout
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+class AdapterSession:
+    """Calls the adapter on behalf of one suite and checks every answer it gives.
+
+    Each call is limited to ``timeout`` seconds (``[adapter] timeout``): a hanging memory system
+    becomes an ERROR naming the call, not a CI job that runs until it is killed.
+    """
+
+    def __init__(self, adapter: Any, suite: str, timeout: float = 0) -> None:
         self.adapter = adapter
         self.suite = suite
+        self.timeout = timeout
 
     def _fail(self, verb: str, item: str | None, why: str) -> GateError:
         where = f"suite {self.suite}" + (f", item {item}" if item else "")
@@ -147,9 +180,13 @@ class AdapterSession:
 
     def _call(self, verb: str, item: str | None, *args: Any) -> Any:
         try:
-            return getattr(self.adapter, verb)(*args)
+            with _deadline(self.timeout):
+                return getattr(self.adapter, verb)(*args)
         except GateError:
             raise
+        except _Timeout as exc:
+            raise self._fail(verb, item, f"no answer within {self.timeout:g}s "
+                                         "([adapter] timeout)") from exc
         except Exception as exc:
             raise self._fail(verb, item, f"{type(exc).__name__}: {_one_line(exc)}") from exc
 

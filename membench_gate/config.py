@@ -33,7 +33,8 @@ SUITE_OPTIONS: dict[str, dict[str, Any]] = {
 }
 SUITE_NAMES = tuple(sorted(SUITE_OPTIONS))
 _TOP_KEYS = ("adapter", "suites", "gate", "floors")
-_ADAPTER_KEYS = ("python", "command", "options")
+_ADAPTER_KEYS = ("python", "command", "options", "timeout")
+DEFAULT_TIMEOUT = 60.0
 _GATE_KEYS = ("baseline", "include_holdout")
 
 
@@ -48,6 +49,7 @@ class Config:
     baseline: str
     include_holdout: bool
     floors: dict[str, float] = field(default_factory=dict)
+    timeout: float = DEFAULT_TIMEOUT
 
     @property
     def base_dir(self) -> Path:
@@ -173,6 +175,9 @@ def parse_config(text: str, path: Path, label: str | None = None) -> Config:
     if not isinstance(target, str):
         raise GateError(f"{label}: adapter.python must be a string 'module:attr'")
     options = dict(_table(adapter.get("options", {}), "[adapter.options]", label))
+    timeout = adapter.get("timeout", DEFAULT_TIMEOUT)
+    if not _number(timeout) or timeout < 0:
+        raise GateError(f"{label}: adapter.timeout must be a number of seconds (0 = no limit)")
 
     suites_raw = _table(data.get("suites", {}), "[suites]", label)
     _check_keys(suites_raw, SUITE_NAMES, "suites.", label)
@@ -201,6 +206,7 @@ def parse_config(text: str, path: Path, label: str | None = None) -> Config:
         baseline=baseline,
         include_holdout=include_holdout,
         floors=parse_floors(data.get("floors", {}), label),
+        timeout=float(timeout),
     )
 
 

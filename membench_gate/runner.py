@@ -72,8 +72,8 @@ def run(config: Config, progress: Progress | None = None) -> Results:
     items: dict[str, dict[str, dict[str, Any]]] = {}
     digests: dict[str, dict[str, str]] = {}
     for name, fixtures in loaded.items():
-        outcome = suites[name].run(fixtures, AdapterSession(adapter, name), config.suites[name],
-                                   progress)
+        session = AdapterSession(adapter, name, config.timeout)
+        outcome = suites[name].run(fixtures, session, config.suites[name], progress)
         for cell_name, cell in outcome.cells.items():
             cells[cell_name] = Cell(metrics=cell.metrics, gold_total=cell.gold_total,
                                     failed=cell.failed)

@@ -13,6 +13,7 @@ import re
 import subprocess
 import sys
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -85,6 +86,21 @@ class Noisy(ReferenceMemory):
     def ingest(self, records):
         _shout()
         super().ingest(records)
+'''
+
+# Silent, and leaves an unterminated line on stdout when the interpreter exits (a progress
+# bar's last frame, a print(..., end="")).
+UNTERMINATED_ADAPTER = '''\
+import atexit
+import sys
+
+from silent import Silent
+
+atexit.register(lambda: sys.stdout.write("adapter: done"))
+
+
+class Unterminated(Silent):
+    pass
 '''
 
 # Ends the interpreter from inside the adapter with a verdict-like code: not a verdict.
@@ -205,30 +221,35 @@ def parse_file_command(text: str) -> dict[str, str]:
     return values
 
 
-def workflow_commands(log: str) -> tuple[list[str], list[list[str]]]:
-    """Split a step's log the way the runner processes it.
+@dataclass
+class CommandLog:
+    """A step's log as the runner processes it."""
 
-    Returns (the workflow-command lines the runner acts on, the blocks of lines it shows as
-    plain text because they came between ``::stop-commands::TOKEN`` and ``::TOKEN::``).
-    """
-    active: list[str] = []
-    blocks: list[list[str]] = []
+    active: list[str]  # the workflow-command lines the runner acts on
+    blocks: list[list[str]]  # lines shown as text between ::stop-commands::T and ::T::
+    stopped: bool  # commands were still stopped when the log ended
+
+
+def workflow_commands(log: str) -> CommandLog:
+    """Read a step's log line by line the way the runner does: a command is a line that starts
+    with ``::`` (after leading blanks); ``::stop-commands::T`` turns them off until ``::T::``."""
+    parsed = CommandLog([], [], False)
     resume: str | None = None
-    for line in log.splitlines():
+    for line in log.split("\n"):
+        stripped = line.lstrip()
         if resume is not None:
-            if line.strip() == resume:
+            if stripped.rstrip() == resume:
                 resume = None
             else:
-                blocks[-1].append(line)
+                parsed.blocks[-1].append(line)
             continue
-        stripped = line.strip()
         if not stripped.startswith("::"):
             continue
-        active.append(stripped)
+        parsed.active.append(stripped.rstrip())
         if stripped.startswith("::stop-commands::"):
-            token = stripped.removeprefix("::stop-commands::")
+            token = stripped.rstrip().removeprefix("::stop-commands::")
             assert token, "stop-commands without a token"
             resume = f"::{token}::"
-            blocks.append([])
-    assert resume is None, "commands were never resumed"
-    return active, blocks
+            parsed.blocks.append([])
+    parsed.stopped = resume is not None
+    return parsed

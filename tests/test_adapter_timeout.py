@@ -1,0 +1,43 @@
+"""A hanging adapter becomes one ERROR line naming the call, and no results file is written."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+HANGING = '''\
+import time
+
+from membench_gate.reference import ReferenceMemory
+
+
+class Hanging(ReferenceMemory):
+    def search(self, query):
+        if "{trigger}" in query.text.lower():
+            time.sleep(120)
+        return super().search(query)
+'''
+
+
+def test_hanging_adapter_is_stopped_by_the_timeout(tmp_path: Path) -> None:
+    (tmp_path / "hanging.py").write_text(HANGING.format(trigger=""))
+    (tmp_path / "membench.toml").write_text(
+        '[adapter]\npython = "hanging:Hanging"\ntimeout = 1\n'
+        '[suites.abstention]\nfixtures = ["builtin"]\n')
+    out = tmp_path / "results.json"
+    done = subprocess.run([sys.executable, "-m", "membench_gate", "run", "--out", str(out)],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 4
+    assert "adapter search() failed in suite abstention, item probe-" in done.stderr
+    assert "no answer within 1s" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert not out.exists()
+
+
+def test_timeout_must_be_a_number(tmp_path: Path) -> None:
+    (tmp_path / "membench.toml").write_text(
+        '[adapter]\ntimeout = "soon"\n[suites.veto]\nfixtures = ["builtin"]\n')
+    done = subprocess.run([sys.executable, "-m", "membench_gate", "run"], cwd=tmp_path,
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 4 and "adapter.timeout" in done.stderr
