@@ -23,7 +23,7 @@ class _Parser(argparse.ArgumentParser):
     """argparse that exits 4 (ERROR) on bad usage instead of 2, which means BLESS REQUIRED here."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        raise GateError(f"{self.prog}: {message} (see --help)")
+        raise GateError(f"{message} (usage: {self.prog} --help)")
 
 
 def _common(parser: argparse.ArgumentParser) -> None:

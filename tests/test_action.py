@@ -361,3 +361,18 @@ def test_an_unterminated_last_line_does_not_swallow_the_annotations(
     assert "adapter: done" in run.stdout
     assert not workflow_commands(run.stdout).stopped
     assert len(run.annotations("error")) == 10
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "action.py validates its inputs before masking the token and before its error handling: "
+    "a bad input exits 4 with no outputs, no summary and an unmasked token. Fix: in main(), "
+    "print ::add-mask:: from env first, and turn a GateError of read_inputs into the same "
+    "error outputs and summary as a failed run."))
+def test_an_invalid_input_is_an_error_with_outputs(
+        origin: tuple[Path, str], fake: FakeGitHub, tmp_path: Path) -> None:
+    run = run_step(pull_request(origin, tmp_path, {}), fake, tmp_path,
+                   fail_on_regression="maybe")
+    assert run.returncode == 4
+    assert (run.outputs.get("verdict"), run.outputs.get("exit-code")) == ("error", "4")
+    assert "ERROR" in run.summary
+    assert any("fail-on-regression" in a for a in run.annotations("error"))

