@@ -1,0 +1,51 @@
+"""Benchmark the scoreboard: rendering the PR comment for a run with 100,000 newly failed items.
+
+    python benchmarks/bench_report.py [--repeat 5]
+
+Prints the median render time and the comment's size (it must stay under 60,000 characters).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+from membench_gate.gate import decide
+from membench_gate.report import COMMENT_LIMIT, SUMMARY_LIMIT, render
+from membench_gate.results import Baseline, Cell, Results
+
+
+def case(newly_failed: int) -> tuple[Baseline, Results]:
+    ids = [f"probe-{i:06d}" for i in range(newly_failed)]
+    base_cells = {"abstention/default": Cell(metrics={"net_at_1": 0.4, "net_at_2": 0.3,
+                                                      "controls_passing": 0},
+                                             gold_total=newly_failed, failed=[])}
+    head_cells = {"abstention/default": Cell(metrics={"net_at_1": 0.1, "net_at_2": -0.2,
+                                                      "controls_passing": 0},
+                                             gold_total=newly_failed, failed=ids)}
+    base = Baseline(schema_version=1, fixtures_hash="h", config={}, cells=base_cells)
+    head = Results(schema_version=1, fixtures_hash="h", config={}, cells=head_cells,
+                   receipt={"tool_version": "0", "started_at": "x", "duration_s": 0,
+                            "adapter": "x"}, items={})
+    return base, head
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    base, head = case(100_000)
+    verdict = decide(base, base, head)
+    for label, limit in (("comment", COMMENT_LIMIT), ("job summary", SUMMARY_LIMIT)):
+        samples, text = [], ""
+        for _ in range(args.repeat):
+            start = time.perf_counter()
+            text = render(verdict, head, base, limit=limit)
+            samples.append(time.perf_counter() - start)
+        print(f"{label} for 100,000 newly failed items: median {statistics.median(samples):.3f}s,"
+              f" {len(text):,} characters (limit {limit:,})")
+
+
+if __name__ == "__main__":
+    main()
