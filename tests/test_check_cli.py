@@ -283,3 +283,15 @@ def test_corrupt_committed_baseline_is_an_error_naming_the_file(work: Path) -> N
     (work / "baselines/main.json").write_text('{"schema_version": 1, "cells": ')
     code, _, out = verdict_of(work)
     assert code == 4 and "baselines/main.json:1:" in out and "Traceback" not in out
+
+
+def test_this_repositorys_own_baseline_matches_a_fresh_run() -> None:
+    """The dogfood: `membench-gate check` on this repo passes only while the baseline is current."""
+    from membench_gate.config import load_config
+    from membench_gate.results import parse_baseline
+    from membench_gate.runner import run
+
+    root = Path(__file__).resolve().parent.parent
+    config = load_config(root / "membench.toml")
+    committed = parse_baseline((root / "baselines/main.json").read_bytes(), "baselines/main.json")
+    assert run(config).to_baseline().comparable() == committed.comparable()
