@@ -28,6 +28,8 @@ from membench_gate.actions_env import (
 from membench_gate.errors import GateError
 
 _TRUE = {"true", "1", "yes", "on"}
+_SECRETS = ("GITHUB_TOKEN", "INPUT_GITHUB-TOKEN", "INPUT_GITHUB_TOKEN", "ACTIONS_RUNTIME_TOKEN",
+            "ACTIONS_ID_TOKEN_REQUEST_TOKEN")
 _FALSE = {"false", "0", "no", "off", ""}
 
 
@@ -70,14 +72,21 @@ def read_inputs(env: Mapping[str, str]) -> Inputs:
     )
 
 
-def _gate(args: list[str]) -> int:
-    """Run a membench-gate command with its output going to the log, commands disabled."""
+def _gate(args: list[str], env: Mapping[str, str]) -> int:
+    """Run a membench-gate command with its output going to the log, workflow commands disabled.
+
+    The child (which runs the PR's adapter code) gets no token, and its stderr is merged into
+    stdout so nothing it prints can arrive after the resume line.
+    """
     token = secrets.token_hex(16)
+    child_env = {k: v for k, v in env.items() if k not in _SECRETS}
     print(f"::stop-commands::{token}", flush=True)
     try:
-        done = subprocess.run([sys.executable, "-m", "membench_gate", *args], check=False)
+        done = subprocess.run([sys.executable, "-m", "membench_gate", *args], env=child_env,
+                              stderr=subprocess.STDOUT, check=False)
     finally:
-        print(f"::{token}::", flush=True)
+        # On a line of its own: the child's last line may lack a newline.
+        print(f"\n::{token}::", flush=True)
     return done.returncode
 
 
@@ -96,11 +105,27 @@ def _annotations(verdict: dict) -> list[str]:
     return lines
 
 
+def _error_exit(message: str, env: Mapping[str, str]) -> int:
+    """Outputs, summary and annotation of a gate that could not run at all."""
+    outputs = dict.fromkeys(("verdict", "exit-code", "mode", "base-sha", "report-path",
+                             "results-path", "comment-url"), "")
+    outputs.update({"verdict": "error", "exit-code": "4"})
+    append("GITHUB_OUTPUT", format_outputs(outputs), env)
+    append("GITHUB_STEP_SUMMARY", "## membench-gate: ⛔ ERROR\n\nThe gate could not run; the job "
+           "log has the one-line reason.\n", env)
+    print(annotation("error", message, "membench-gate"), flush=True)
+    print(f"membench-gate: error: {message}", file=sys.stderr)
+    return 4
+
+
 def main(env: Mapping[str, str] | None = None) -> int:
     env = dict(os.environ) if env is None else env
-    inputs = read_inputs(env)
-    if inputs.token:
-        print(f"::add-mask::{inputs.token}", flush=True)
+    if env.get("GITHUB_TOKEN"):
+        print(f"::add-mask::{env['GITHUB_TOKEN']}", flush=True)
+    try:
+        inputs = read_inputs(env)
+    except GateError as exc:
+        return _error_exit(str(exc), env)
     out = inputs.out_dir
     out.mkdir(parents=True, exist_ok=True)
     paths = {name: out / name for name in ("results.json", "verdict.json", "report.md",
@@ -109,15 +134,15 @@ def main(env: Mapping[str, str] | None = None) -> int:
         path.unlink(missing_ok=True)
     holdout = ["--include-holdout"] if inputs.include_holdout else []
     code = _gate(["run", "--config", inputs.config, "--out", str(paths["results.json"]),
-                  *holdout])
+                  *holdout], env)
     if code == 0:
         base_ref = ["--base-ref", inputs.base_ref] if inputs.base_ref else []
         code = _gate(["check", "--config", inputs.config, "--results",
                       str(paths["results.json"]), "--json", str(paths["verdict.json"]),
                       "--report", str(paths["report.md"]), "--base-out", str(paths["base.json"]),
-                      *base_ref, *holdout])
+                      *base_ref, *holdout], env)
     verdict = json.loads(paths["verdict.json"].read_text(encoding="utf-8")) \
-        if paths["verdict.json"].exists() else {"verdict": "error", "exit_code": code or 4,
+        if paths["verdict.json"].exists() else {"verdict": "error", "exit_code": 4,
                                                  "notes": ["the gate failed; see the log"]}
     comment_url = ""
     if paths["verdict.json"].exists() and inputs.comment != "off":

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gitrepos import ISOLATED_ENV, LEAKY_VARS, commit, git, init
-from ruamel.yaml import YAML
+import yaml
+from gitrepos import ISOLATED_ENV, LEAKY_VARS, actions_checkout, commit, git, init, write_event
 
 PROJECT = Path(__file__).resolve().parent.parent
 ACTION_YML = PROJECT / "action.yml"
@@ -147,10 +147,49 @@ def blessed_origin(root: Path, files: Mapping[str, str] | None = None) -> tuple[
     return bare, git(seed, "rev-parse", "HEAD")
 
 
+@dataclass
+class Checkout:
+    """The workspace of one ``pull_request`` run and its event payload."""
+
+    path: Path
+    event: Path
+    base_sha: str
+    head_sha: str
+    merge_sha: str
+
+
+def push_pr(origin: tuple[Path, str], dev: Path, where: Path, label: str,
+            files: Mapping[str, str]) -> Checkout:
+    """Push a commit with ``files`` (and a README edit) to the ``feature`` branch of ``dev``,
+    publish GitHub's merge commit as ``refs/pull/5/merge`` and check that out the way
+    actions/checkout does: depth 1, detached, as ``refs/remotes/pull/5/merge``."""
+    bare, main_sha = origin
+    git(dev, "checkout", "-q", "feature")
+    head = commit(dev, f"push {label}", {"README.md": f"memory, push {label}\n", **files})
+    git(dev, "push", "-q", "-f", "origin", "feature")
+    git(dev, "checkout", "-q", "--detach", main_sha)
+    git(dev, "merge", "-q", "--no-ff", "-m", f"Merge {head} into {main_sha}", "feature")
+    merge = git(dev, "rev-parse", "HEAD")
+    git(dev, "push", "-q", "-f", "origin", f"{merge}:refs/pull/{PR_NUMBER}/merge")
+    ci = actions_checkout(f"file://{bare}", where / f"ci-{label}", f"refs/pull/{PR_NUMBER}/merge")
+    git(ci, "update-ref", f"refs/remotes/pull/{PR_NUMBER}/merge", "HEAD")
+    event = write_event(where / f"event-{label}.json", {
+        "action": "synchronize",
+        "number": PR_NUMBER,
+        "pull_request": {
+            "number": PR_NUMBER,
+            "head": {"sha": head, "ref": "feature", "repo": {"full_name": REPOSITORY}},
+            "base": {"sha": main_sha, "ref": "main", "repo": {"full_name": REPOSITORY}},
+        },
+        "repository": {"full_name": REPOSITORY, "default_branch": "main"},
+    })
+    return Checkout(ci, event, main_sha, head, merge)
+
+
 # -- what action.yml asks of the runner ---------------------------------------------------------
 
 def action_spec() -> dict[str, Any]:
-    return YAML(typ="safe").load(ACTION_YML.read_text(encoding="utf-8"))
+    return yaml.safe_load(ACTION_YML.read_text(encoding="utf-8"))
 
 
 _EXPR = re.compile(r"\$\{\{\s*(.*?)\s*\}\}")

@@ -15,7 +15,7 @@ import json
 import re
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,29 +29,22 @@ from gaterepo import (
     REPOSITORY,
     SILENT_ADAPTER,
     UNTERMINATED_ADAPTER,
+    Checkout,
     action_spec,
     blessed_origin,
     clean_env,
     config_text,
     parse_file_command,
+    push_pr,
     resolved_inputs,
     step_env,
     workflow_commands,
 )
-from gitrepos import actions_checkout, clone, commit, git, write_event
+from gitrepos import clone, git
 
 TOKEN = "ghs_0123456789abcdefFAKEtokenFORtheGATEtests"
 COMMENTS = rf"/repos/{REPOSITORY}/issues/{PR_NUMBER}/comments"
 OUTPUTS = set(action_spec()["outputs"])
-
-
-@dataclass
-class Checkout:
-    path: Path
-    base_sha: str
-    head_sha: str
-    merge_sha: str
-    event: Path
 
 
 @dataclass
@@ -89,42 +82,20 @@ def origin(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     })
 
 
-_rounds = itertools.count(1)
+_pushes = itertools.count(1)
 
 
 def pull_request(origin: tuple[Path, str], tmp_path: Path, files: Mapping[str, str],
                  dev: Path | None = None) -> Checkout:
-    """Push a PR branch with ``files`` (plus a README edit), GitHub's merge commit as
-    ``refs/pull/5/merge``, and check that out at depth 1 the way actions/checkout does."""
-    bare, main_sha = origin
-    n = next(_rounds)
+    """A push to PR 5 with ``files``, checked out as GitHub's merge commit (see push_pr)."""
     if dev is None:
-        dev = clone(f"file://{bare}", tmp_path / "dev")
+        dev = clone(f"file://{origin[0]}", tmp_path / "dev")
         git(dev, "checkout", "-q", "-b", "feature")
-    else:
-        git(dev, "checkout", "-q", "feature")
-    head = commit(dev, f"change {n}", {"README.md": f"memory, change {n}\n", **files})
-    git(dev, "push", "-q", "-f", "origin", "feature")
-    git(dev, "checkout", "-q", "--detach", main_sha)
-    git(dev, "merge", "-q", "--no-ff", "-m", f"Merge {head} into {main_sha}", "feature")
-    merge = git(dev, "rev-parse", "HEAD")
-    git(dev, "push", "-q", "-f", "origin", f"{merge}:refs/pull/{PR_NUMBER}/merge")
-    ci = actions_checkout(f"file://{bare}", tmp_path / f"ci-{n}", f"refs/pull/{PR_NUMBER}/merge")
-    event = write_event(tmp_path / f"event-{n}.json", {
-        "action": "synchronize",
-        "number": PR_NUMBER,
-        "pull_request": {
-            "number": PR_NUMBER,
-            "head": {"sha": head, "ref": "feature", "repo": {"full_name": REPOSITORY}},
-            "base": {"sha": main_sha, "ref": "main", "repo": {"full_name": REPOSITORY}},
-        },
-        "repository": {"full_name": REPOSITORY, "default_branch": "main"},
-    })
-    return Checkout(ci, main_sha, head, merge, event)
+    return push_pr(origin, dev, tmp_path, str(next(_pushes)), files)
 
 
 @pytest.fixture
-def fake() -> FakeGitHub:
+def fake() -> Iterator[FakeGitHub]:
     with FakeGitHub(token=TOKEN, repository=REPOSITORY) as server:
         server.add_pull(PR_NUMBER)
         yield server
@@ -330,14 +301,10 @@ def test_broken_config_is_an_error_with_outputs(
     assert run.outputs["comment-url"] == ""
     assert "ERROR" in run.summary
     assert run.annotations("error")
-    assert "membench.toml" in run.stderr  # the one-line reason names the file
+    assert "membench.toml" in run.stdout  # the one-line reason names the file, in the log
     assert fake.requests() == []
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "action.py turns any non-zero exit of `membench-gate run` into verdict error with that "
-    "exit code (code or 4): a run that dies with 1-3 reads as a verdict and advisory mode "
-    "passes it. Fix: the fallback verdict's exit_code is always 4."))
 def test_an_adapter_exiting_with_a_verdict_code_is_still_an_error(
         origin: tuple[Path, str], fake: FakeGitHub, tmp_path: Path) -> None:
     checkout = pull_request(origin, tmp_path,
@@ -347,11 +314,6 @@ def test_an_adapter_exiting_with_a_verdict_code_is_still_an_error(
     assert (run.returncode, run.outputs["exit-code"]) == (4, "4")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "action.py prints the resume token `::TOKEN::` right after the child exits; when the "
-    "child's last stdout line has no newline the token lands mid-line, the runner never "
-    "resumes commands and every annotation after it is dropped. Fix: print it on a line of "
-    "its own, print(f\"\\n::{token}::\", flush=True)."))
 def test_an_unterminated_last_line_does_not_swallow_the_annotations(
         origin: tuple[Path, str], fake: FakeGitHub, tmp_path: Path) -> None:
     checkout = pull_request(origin, tmp_path,
@@ -363,11 +325,6 @@ def test_an_unterminated_last_line_does_not_swallow_the_annotations(
     assert len(run.annotations("error")) == 10
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "action.py validates its inputs before masking the token and before its error handling: "
-    "a bad input exits 4 with no outputs, no summary and an unmasked token. Fix: in main(), "
-    "print ::add-mask:: from env first, and turn a GateError of read_inputs into the same "
-    "error outputs and summary as a failed run."))
 def test_an_invalid_input_is_an_error_with_outputs(
         origin: tuple[Path, str], fake: FakeGitHub, tmp_path: Path) -> None:
     run = run_step(pull_request(origin, tmp_path, {}), fake, tmp_path,

