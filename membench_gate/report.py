@@ -86,6 +86,9 @@ def _gate_cell(cell: str, name: str, base: float | None, head: float | None,
     return f"✅ {kind}"
 
 
+_KIND_ORDER = {"zero": 0, "gated": 1, "report": 2}
+
+
 def _cells(verdict: Verdict, results: Results, base: Baseline | None,
            gated_only: bool) -> list[dict[str, Any]]:
     breached = {b.key for b in verdict.breaches}
@@ -95,7 +98,8 @@ def _cells(verdict: Verdict, results: Results, base: Baseline | None,
         now = results.cells.get(cell)
         before = base.cells.get(cell) if base else None
         metric_names = sorted(set(now.metrics if now else ()) | set(before.metrics if before
-                                                                      else ()))
+                                                                      else ()),
+                              key=lambda m: (_KIND_ORDER[metrics.gate_kind(cell, m)], m))
         rows = []
         for name in metric_names:
             if gated_only and metrics.gate_kind(cell, name) == "report":
@@ -104,12 +108,16 @@ def _cells(verdict: Verdict, results: Results, base: Baseline | None,
             h = now.metrics.get(name) if now else None
             rows.append(Row(escape_md(name), fmt(b), fmt(h), _delta(name, b, h),
                             _gate_cell(cell, name, b, h, breached)))
+        hit = any(key == cell or key.startswith((f"{cell}:", f"{cell}#")) for key in breached)
         out.append({
             "name": escape_md(cell),
             "rows": rows,
             "passed": (now.gold_total - len(now.failed)) if now else None,
             "gold_total": now.gold_total if now else None,
             "missing": now is None,
+            "newly_failed": len(verdict.newly_failed.get(cell, ())),
+            "fixed": len(verdict.fixed.get(cell, ())),
+            "ok": not hit and not any(r.gate.startswith("❌") for r in rows),
         })
     return out
 
@@ -180,6 +188,7 @@ def context(verdict: Verdict, results: Results, base: Baseline | None, *, level:
                        for c, cell in sorted(results.cells.items())
                        for m, v in sorted(cell.metrics.items())
                        if metrics.gate_kind(c, m) == "zero"],
+        "overview": _cells(verdict, results, base, gated_only=True),
         "cells": _cells(verdict, results, base, gated_only=level != "full")
         if level in ("full", "no-item-lists", "gated-only") else [],
         "net": _net_chart(results, base) if level != "summary" else None,
