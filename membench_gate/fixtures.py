@@ -300,6 +300,8 @@ def _validate_veto(fx: SuiteFixtures, include_holdout: bool) -> None:
                 {"scenario": scenario.model_dump(), "as_of": as_of.isoformat(),
                  "decision": decision.model_dump()}
             )
+    if not include_holdout:
+        fx.decisions = [d for d in fx.decisions if not d.holdout]
 
 
 def _validate_abstention(fx: SuiteFixtures, include_holdout: bool) -> None:
@@ -317,6 +319,8 @@ def _validate_abstention(fx: SuiteFixtures, include_holdout: bool) -> None:
             fx.digests[probe.id] = digest(
                 {"probe": probe.model_dump(), "gold": gold.model_dump() if gold else None}
             )
+    if not include_holdout:
+        fx.facts = [f for f in fx.facts if not f.holdout]
 
 
 def _validate_push(fx: SuiteFixtures, include_holdout: bool) -> None:
@@ -335,14 +339,21 @@ def _validate_push(fx: SuiteFixtures, include_holdout: bool) -> None:
             if (turn.expect == "retrieve") != bool(turn.gold):
                 raise GateError(f"{where}: turn {turn.id}: expect 'retrieve' needs gold ids and "
                                 "'silent' needs none")
-            if include_holdout or not (conv.holdout or turn.holdout):
+            referenced = [pages[s] for s in (*turn.gold, *turn.acceptable)]
+            if include_holdout or not (conv.holdout or turn.holdout
+                                       or any(p.holdout for p in referenced)):
                 fx.digests[f"{conv.id}.{turn.id}"] = digest({
                     "source": conv.source,
                     "turn": turn.model_dump(),
                     "context": earlier,
-                    "pages": [pages[s].model_dump() for s in (*turn.gold, *turn.acceptable)],
+                    "pages": [p.model_dump() for p in referenced],
                 })
             earlier = [*earlier, turn.text]
+    if not include_holdout:
+        fx.conversations = [
+            c.model_copy(update={"pages": [p for p in c.pages if not p.holdout]})
+            for c in fx.conversations
+        ]
 
 
 _VALIDATE = {"veto": _validate_veto, "abstention": _validate_abstention, "push": _validate_push}
