@@ -1,7 +1,7 @@
 """The composite action's gate step: ``python -m membench_gate.action``.
 
 Inputs arrive as environment variables set by ``action.yml`` (never ``${{ }}`` inside a script).
-It runs ``membench-gate run`` and ``check`` in subprocesses wrapped in stop-commands (so nothing the
+It runs ``membench-gate check`` in a subprocess wrapped in stop-commands (so nothing the
 adapter prints can issue workflow commands), then writes the outputs, the step summary, at most
 ten annotations, posts the sticky comment, and exits with the verdict — or 0 when
 ``fail-on-regression`` is false (an ERROR still fails: a broken gate must be visible).
@@ -133,14 +133,10 @@ def main(env: Mapping[str, str] | None = None) -> int:
     for path in paths.values():
         path.unlink(missing_ok=True)
     holdout = ["--include-holdout"] if inputs.include_holdout else []
-    code = _gate(["run", "--config", inputs.config, "--out", str(paths["results.json"]),
-                  *holdout], env)
-    if code == 0:
-        base_ref = ["--base-ref", inputs.base_ref] if inputs.base_ref else []
-        code = _gate(["check", "--config", inputs.config, "--results",
-                      str(paths["results.json"]), "--json", str(paths["verdict.json"]),
-                      "--report", str(paths["report.md"]), "--base-out", str(paths["base.json"]),
-                      *base_ref, *holdout], env)
+    base_ref = ["--base-ref", inputs.base_ref] if inputs.base_ref else []
+    _gate(["check", "--config", inputs.config, "--out", str(paths["results.json"]),
+                  "--json", str(paths["verdict.json"]), "--report", str(paths["report.md"]),
+                  "--base-out", str(paths["base.json"]), *base_ref, *holdout], env)
     verdict = json.loads(paths["verdict.json"].read_text(encoding="utf-8")) \
         if paths["verdict.json"].exists() else {"verdict": "error", "exit_code": 4,
                                                  "notes": ["the gate failed; see the log"]}
@@ -180,7 +176,8 @@ def _comment(paths: dict[str, Path], inputs: Inputs, env: Mapping[str, str]) -> 
     if pr is None:
         print("comment: not a pull request run; nothing posted")
         return ""
-    results = parse_results(read_file(paths["results.json"]), "results.json")
+    results = parse_results(read_file(paths["results.json"]), "results.json") \
+        if paths["results.json"].exists() else None
     base = parse_baseline(read_file(paths["base.json"]), "base.json") \
         if paths["base.json"].exists() else None
     body = body_from_data(read_verdict(paths["verdict.json"]), results, base)

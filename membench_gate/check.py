@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from dataclasses import dataclass
+from pathlib import Path
 
 from membench_gate.config import Config, floors_from_text, load_config
 from membench_gate.errors import GateError
@@ -28,7 +30,7 @@ from membench_gate.results import (
     read_file,
     write_atomic,
 )
-from membench_gate.runner import run, tty_progress
+from membench_gate.runner import measure, run, tty_progress
 from membench_gate.summary import verdict_summary
 
 _FALSY = {"", "0", "false", "no", "off"}
@@ -38,6 +40,14 @@ def in_ci(env: dict[str, str] | None = None) -> bool:
     """True when ``CI`` or ``GITHUB_ACTIONS`` is set to a truthy value."""
     env = dict(os.environ) if env is None else env
     return any(env.get(name, "").strip().lower() not in _FALSY for name in ("CI", "GITHUB_ACTIONS"))
+
+
+def _inside(root: Path, path: Path, what: str) -> str:
+    """``path`` relative to the repository root: git can only read files inside it."""
+    try:
+        return path.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError as exc:
+        raise GateError(f"{what}: {path} is outside the git repository {root}") from exc
 
 
 @dataclass
@@ -59,8 +69,8 @@ def read_base(config: Config, base_ref: str | None) -> BaseSide:
     if base is None:
         return BaseSide(BaseInfo(), None, {})
     info = BaseInfo(ref=base.ref, sha=base.sha, how=base.how)
-    baseline_rel = config.baseline_path.resolve().relative_to(root.resolve()).as_posix()
-    config_rel = config.path.resolve().relative_to(root.resolve()).as_posix()
+    baseline_rel = _inside(root, config.baseline_path, "gate.baseline")
+    config_rel = _inside(root, config.path, "--config")
     floors: dict[str, float] = {}
     config_bytes = gitbase.read_file_at(root, base.sha, config_rel)
     if config_bytes is not None:
@@ -76,21 +86,38 @@ def read_base(config: Config, base_ref: str | None) -> BaseSide:
     return BaseSide(info, baseline, floors)
 
 
-def read_committed(config: Config) -> Baseline | None:
+@dataclass
+class Committed:
+    """The baseline in the working tree, and whether its bytes are canonical."""
+
+    baseline: Baseline | None
+    canonical: bool = True
+
+
+def read_committed(config: Config) -> Committed:
     path = config.baseline_path
     if not path.exists():
-        return None
-    return parse_baseline(read_file(path, config.baseline), config.baseline)
+        return Committed(None)
+    data = read_file(path, config.baseline)
+    baseline = parse_baseline(data, config.baseline)
+    # Rules 6, 7 and 10 compare canonical bytes: a hand-edited or reformatted file is not a bless.
+    return Committed(baseline, data.decode("utf-8", "replace") == dumps_baseline(baseline))
 
 
 def _results(args: argparse.Namespace, config: Config) -> tuple[Results, list[str]]:
     """This run's results (run now, or read ``--results``) and any reason they are unusable."""
     reasons: list[str] = []
     if args.results is not None:
+        if args.verify_determinism:
+            raise GateError("--verify-determinism runs the suites twice; it cannot check a "
+                            "--results file")
         results = parse_results(read_file(args.results), str(args.results))
         if canonical_dumps(results.config) != canonical_dumps(config.record()):
             reasons.append(f"{args.results} was produced under another config than "
                            f"{config.path.name} (suites, holdout or adapter differ)")
+        elif measure(config)[0] != results.fixtures_hash:
+            reasons.append(f"{args.results} was produced on other fixtures or another scorer "
+                           "version (its fixtures_hash differs from the working tree's)")
         return results, reasons
     results = run(config, tty_progress())
     if getattr(args, "verify_determinism", False):
@@ -101,8 +128,33 @@ def _results(args: argparse.Namespace, config: Config) -> tuple[Results, list[st
     return results, reasons
 
 
+def error_verdict(exc: GateError, config_arg: str) -> Verdict:
+    """The verdict file of a check that could not compare: ERROR, or INCONCLUSIVE (exit 3)."""
+    name = "inconclusive" if exc.exit_code == 3 else "error"
+    return Verdict(verdict=name, exit_code=exc.exit_code, mode=None, notes=[str(exc)],
+                   config=config_arg)
+
+
 def check(args: argparse.Namespace) -> int:
-    """``membench-gate check``: run, compare with the base commit's baseline, exit with the verdict."""
+    """``membench-gate check``: run, compare with the base commit's baseline, exit with the verdict.
+
+    The ``--json`` and ``--report`` files are written for every outcome, errors included, so a CI
+    job never shows the scoreboard of an earlier run.
+    """
+    try:
+        return _check(args)
+    except GateError as exc:
+        verdict = error_verdict(exc, str(args.config))
+        if args.json is not None:
+            write_atomic(args.json, canonical_dumps(verdict.model_dump(mode="json")))
+        if args.report is not None:
+            from membench_gate.report import render
+
+            write_atomic(args.report, render(verdict, None, None))
+        raise
+
+
+def _check(args: argparse.Namespace) -> int:
     config = load_config(args.config).with_holdout(args.include_holdout)
     ci = in_ci()
     if args.allow_regression is not None and ci:
@@ -111,21 +163,26 @@ def check(args: argparse.Namespace) -> int:
     if args.allow_regression is not None and not args.allow_regression.strip():
         raise GateError("--allow-regression needs a reason")
     results, reasons = _results(args, config)
+    if args.out is not None and args.results is None:
+        write_atomic(args.out, dumps_results(results))
     base = read_base(config, args.base_ref)
     if base.inconclusive:
         reasons.append(base.inconclusive)
+    committed = read_committed(config)
     verdict = decide(
         base.baseline,
-        read_committed(config),
+        committed.baseline,
         results,
         floors=floors_of(base.floors, config.floors),
         allow_regression=args.allow_regression,
         ci=ci,
         inconclusive=reasons,
+        committed_canonical=committed.canonical,
     )
     verdict.base = base.info
+    verdict.config = str(args.config)
     write_outputs(args, config, verdict, results, base.baseline)
-    print(verdict_summary(verdict, config, results))
+    print(verdict_summary(verdict, results))
     return verdict.exit_code
 
 
@@ -138,20 +195,46 @@ def write_outputs(args: argparse.Namespace, config: Config, verdict: Verdict, re
     if args.report is not None:
         from membench_gate.report import render
 
-        write_atomic(args.report, render(verdict, results, base, config=config))
+        write_atomic(args.report, render(verdict, results, base))
+
+
+def _bless_base(config: Config, base_ref: str | None) -> BaseSide:
+    """The base side for bless; outside a git repository there is none (a first baseline)."""
+    from membench_gate import gitbase
+
+    try:
+        gitbase.repo_root(config.base_dir)
+    except GateError:
+        if base_ref:
+            raise
+        print("membench-gate: not a git repository: writing a first baseline without comparison",
+              file=sys.stderr)
+        return BaseSide(BaseInfo(), None, {})
+    return read_base(config, base_ref)
+
+
+def _readable_committed(config: Config) -> Baseline | None:
+    """The committed baseline if it can be read: bless is how a broken one gets repaired."""
+    try:
+        return read_committed(config).baseline
+    except GateError as exc:
+        print(f"membench-gate: ignoring the committed baseline: {exc}", file=sys.stderr)
+        return None
 
 
 def bless(args: argparse.Namespace) -> int:
     """``membench-gate bless``: run and write the baseline atomically, if the gate allows it."""
     config = load_config(args.config)
     results = run(config, tty_progress())
-    base = read_base(config, args.base_ref)
-    committed = read_committed(config)
+    base = _bless_base(config, args.base_ref)
+    committed = _readable_committed(config)
     proposal = results.to_baseline()
     probe = decide(base.baseline, proposal, results, floors=floors_of(base.floors, config.floors))
+    probe.base = base.info
+    probe.config = str(args.config)
     hard = breach_keys(probe, ("zero", "floor"))
     if hard:
-        print(verdict_summary(probe, config, results))
+        print(verdict_summary(probe, results))
         raise GateError(f"bless refused: {hard[0]} is a zero-gated invariant or floor breach, "
                         "which no justification can bless" +
                         (f" (and {len(hard) - 1} more)" if len(hard) > 1 else ""), exit_code=1)

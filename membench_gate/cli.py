@@ -56,6 +56,8 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--json", type=Path, metavar="FILE", help="write the verdict as JSON")
     check.add_argument("--verify-determinism", action="store_true",
                        help="run twice; differing results are INCONCLUSIVE")
+    check.add_argument("--out", type=Path, metavar="FILE",
+                       help="also write this run's results file (as run --out does)")
     check.add_argument("--base-out", type=Path, metavar="FILE",
                        help="also write the base commit's baseline (for re-rendering the report)")
     check.add_argument("--include-holdout", action="store_true",

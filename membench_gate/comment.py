@@ -35,7 +35,9 @@ from membench_gate.results import (
 )
 
 ARTIFACT_FILES = ("results.json", "verdict.json", "base.json")
-_SAFE_ID = re.compile(r"^[A-Za-z0-9_.:/#@=+-]{1,200}$")
+# Ids are escaped like any text when rendered; here only what cannot be an id is refused.
+_BAD_ID = re.compile(r"[\x00-\x1f\x7f]")
+_MAX_ID = 300
 
 
 @dataclass(frozen=True)
@@ -63,20 +65,20 @@ def read_verdict(path: Path) -> Verdict:
         raise GateError(validation_message(str(path), exc)) from exc
 
 
-def body_from_data(verdict: Verdict, results: Results, base: Baseline | None) -> str:
+def body_from_data(verdict: Verdict, results: Results | None, base: Baseline | None) -> str:
     return render(verdict, results, base, limit=COMMENT_LIMIT,
                   full_report="in the job summary of this workflow run")
 
 
 def _check_ids(verdict: Verdict, results: Results, label: str) -> None:
-    """Reject an artifact whose ids could smuggle text: ids are data, not prose."""
+    """Reject an artifact whose ids are not ids (control characters, pages of text)."""
     names = [*results.cells, *verdict.newly_failed, *verdict.fixed]
     names += [i for cell in results.cells.values() for i in cell.failed]
     names += [i for ids in verdict.newly_failed.values() for i in ids]
     names += [i for ids in verdict.fixed.values() for i in ids]
     names += [b.key for b in verdict.breaches]
     for name in names:
-        if not _SAFE_ID.match(name):
+        if not name or len(name) > _MAX_ID or _BAD_ID.search(name):
             raise GateError(f"{label}: {name[:40]!r} is not a valid id or key")
 
 
@@ -89,9 +91,11 @@ def _scrubbed(verdict: Verdict) -> Verdict:
         "failed_check": "the justification check failed (see the job log)"
         if verdict.justification_check.failed_check else None,
     })
+    notes = ["the gate could not compare; the job log of the gating run has the reason"] \
+        if verdict.verdict in ("error", "inconclusive") else []
     return verdict.model_copy(update={
-        "breaches": breaches, "notes": [], "justification_check": check,
-        "allowed_regression": None,
+        "breaches": breaches, "notes": notes, "justification_check": check,
+        "allowed_regression": None, "config": None,
         "base": verdict.base.model_copy(update={"ref": None}),
     })
 
@@ -99,10 +103,12 @@ def _scrubbed(verdict: Verdict) -> Verdict:
 def load_artifact(folder: Path) -> tuple[Verdict, Results, Baseline | None]:
     """Validate the fork-safe artifact: results.json, verdict.json and (optional) base.json."""
     results_path, verdict_path, base_path = (folder / name for name in ARTIFACT_FILES)
-    results = parse_results(read_file(results_path), str(results_path))
     verdict = read_verdict(verdict_path)
+    results = parse_results(read_file(results_path), str(results_path)) \
+        if results_path.exists() or verdict.verdict not in ("error", "inconclusive") else None
     base = parse_baseline(read_file(base_path), str(base_path)) if base_path.exists() else None
-    _check_ids(verdict, results, str(folder))
+    if results is not None:
+        _check_ids(verdict, results, str(folder))
     return _scrubbed(verdict), results, base
 
 
@@ -149,7 +155,11 @@ def comment(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> i
     if args.from_artifact is not None:
         verdict, results, base = load_artifact(args.from_artifact)
         body = body_from_data(verdict, results, base)
-        pr = _artifact_pr(target, env)
+        try:
+            pr = _artifact_pr(target, env)
+        except GateError as exc:
+            _warn(f"could not find the pull request: {exc}", env)
+            return 0
         if pr is None:
             print("comment: no open pull request has this run's head sha; nothing posted")
             return 0
@@ -169,9 +179,8 @@ def comment(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> i
 
 def _body(args: argparse.Namespace) -> str:
     if args.verdict is not None:
-        if args.results is None:
-            raise GateError("comment --verdict needs --results (the run the verdict is about)")
-        results = parse_results(read_file(args.results), str(args.results))
+        results = parse_results(read_file(args.results), str(args.results)) \
+            if args.results is not None else None
         base = parse_baseline(read_file(args.base), str(args.base)) if args.base else None
         return body_from_data(read_verdict(args.verdict), results, base)
     if args.report is not None:
@@ -180,4 +189,4 @@ def _body(args: argparse.Namespace) -> str:
             note = "\n\n_(cut to fit a comment; the full report is in the job summary)_\n"
             text = text[: COMMENT_LIMIT - len(note)] + note
         return text
-    raise GateError("comment needs --verdict and --results, --report, or --from-artifact")
+    raise GateError("comment needs --verdict (with --results), --report, or --from-artifact")

@@ -76,6 +76,7 @@ class Verdict(BaseModel):
     justification_check: JustificationResult = Field(
         default_factory=lambda: JustificationResult(status="not-needed"))
     notes: list[str] = Field(default_factory=list)
+    config: str | None = None  # the --config the check ran with, for the commands we suggest
 
 
 @dataclass(frozen=True)
@@ -217,16 +218,26 @@ def decide(
     allow_regression: str | None = None,
     ci: bool = False,
     inconclusive: Iterable[str] = (),
+    committed_canonical: bool = True,
 ) -> Verdict:
     """Apply the gate rules and return the verdict.
 
     ``base`` is the baseline at the base commit (None: none there), ``committed`` the one in the
     working tree (None: absent), ``actual`` this run. ``inconclusive`` carries reasons the edges
-    found why the runs cannot be compared (unknown schema, foreign config, non-determinism).
+    found why the runs cannot be compared (unknown schema, foreign config, non-determinism);
+    ``committed_canonical`` is False when the committed file's bytes are not the canonical form of
+    what it holds (edited by hand), which no rule accepts as a bless.
     """
     reasons = list(inconclusive)
     if reasons:
-        return _finish("inconclusive", None, notes=reasons)
+        mode: Mode | None = None
+        if base is None:
+            mode = "bootstrap"
+        elif base.fixtures_hash == actual.fixtures_hash:
+            mode = "same-hash"
+        else:
+            mode = "corpus-bless"
+        return _finish("inconclusive", mode, notes=reasons)
 
     hard = _invariants(actual, base) + _floors(actual, floors)
     notes: list[str] = []
@@ -234,8 +245,11 @@ def decide(
         return _finish("error", None, breaches=hard, notes=[
             "--allow-regression is local only and is refused when CI or GITHUB_ACTIONS is set"])
 
+    if committed is not None and not committed_canonical:
+        # Only ever compared as bytes: a hand-edited committed baseline matches nothing.
+        committed = committed.model_copy(update={"fixtures_hash": "(not canonical)"})
     if base is None:
-        mode: Mode = "bootstrap"
+        mode = "bootstrap"
         if committed is not None and committed.comparable() == actual.comparable():
             notes.append("baseline introduced: no baseline at the base commit")
             return _finish("regression" if hard else "pass", mode, breaches=hard, notes=notes)
@@ -257,7 +271,8 @@ def decide(
     elif same_hash:
         if committed.comparable() != base.comparable() and \
                 committed.comparable() != actual.comparable():
-            bless_required = "committed baseline does not match this run"
+            bless_required = "committed baseline does not match this run" + \
+                ("" if committed_canonical else " (it is not in canonical form: edited by hand?)")
     elif committed.comparable() != actual.comparable():
         bless_required = ("the fixtures or suite options changed (fixtures_hash differs from the "
                           "base) and the committed baseline does not match this run")
@@ -277,7 +292,7 @@ def decide(
         "fixed": comparison.fixed,
         "fixture_diff": comparison.diff,
         "justification_check": justification,
-        "blessed": blessed and not hard,
+        "blessed": blessed and not hard and not bless_required,
     }
     if hard:
         return _finish("regression", mode, notes=notes, **common)

@@ -16,11 +16,10 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from membench_gate import metrics
-from membench_gate.config import Config
 from membench_gate.fixtures import data_dir
 from membench_gate.gate import HARD_KINDS, Verdict, breach_keys
 from membench_gate.results import Baseline, Results, round4
-from membench_gate.summary import next_steps
+from membench_gate.summary import config_flag, next_steps
 
 COMMENT_LIMIT = 60_000
 SUMMARY_LIMIT = 1024 * 1024
@@ -162,11 +161,16 @@ def _environment() -> Environment:
     return env
 
 
-def context(verdict: Verdict, results: Results, base: Baseline | None, *, level: str,
-            config_name: str = "membench.toml", full_report: str | None = None) -> dict[str, Any]:
+def context(verdict: Verdict, results: Results | None, base: Baseline | None, *, level: str,
+            full_report: str | None = None) -> dict[str, Any]:
     """Everything the template shows, already escaped; ``level`` says which sections to keep."""
     keep_lists = level == "full"
     check = verdict.justification_check
+    if results is None:  # the gate could not run: say so, with the reason and how to reproduce
+        level = "summary"
+        results = Results(schema_version=1, fixtures_hash="", config={}, cells={},
+                          receipt={"tool_version": "", "started_at": "", "duration_s": 0,
+                                   "adapter": ""}, items={})
     return {
         "verdict": verdict,
         "title": {"pass": "✅ PASS", "regression": "❌ REGRESSION",
@@ -175,7 +179,7 @@ def context(verdict: Verdict, results: Results, base: Baseline | None, *, level:
         "base_sha": (verdict.base.sha or "")[:12] or None,
         "base_ref": escape_md(verdict.base.ref) if verdict.base.ref else None,
         "head_sha": (results.receipt.git_sha or "")[:12] or None,
-        "fixtures_hash": results.fixtures_hash[:12],
+        "fixtures_hash": results.fixtures_hash[:12] or None,
         "base_hash": base.fixtures_hash[:12] if base else None,
         "breaches": [{"key": escape_md(b.key), "kind": b.kind, "base": fmt(b.base),
                       "head": fmt(b.head), "detail": escape_md(b.detail)}
@@ -201,24 +205,22 @@ def context(verdict: Verdict, results: Results, base: Baseline | None, *, level:
                           "text": escape_md(check.text) if check.text else None,
                           "failed": escape_md(check.failed_check) if check.failed_check else None},
         "notes": [escape_md(n) for n in verdict.notes],
-        "steps": [s.replace("`", "'") for s in next_steps(verdict, config_name)],
-        "reproduce": "membench-gate check" + (f" --base-ref {verdict.base.sha}"
-                                              if verdict.base.sha else ""),
+        "steps": [s.replace("`", "'") for s in next_steps(verdict)],
+        "reproduce": "membench-gate check" + config_flag(verdict).replace("`", "'")
+        + (f" --base-ref {verdict.base.sha}" if verdict.base.sha else ""),
         "truncated": level != "full",
         "full_report": escape_md(full_report) if full_report else None,
     }
 
 
-def render(verdict: Verdict, results: Results, base: Baseline | None, *,
-           limit: int = SUMMARY_LIMIT, config: Config | None = None,
-           full_report: str | None = None) -> str:
+def render(verdict: Verdict, results: Results | None, base: Baseline | None, *,
+           limit: int = SUMMARY_LIMIT, full_report: str | None = None) -> str:
     """The scoreboard Markdown, cut section by section to stay within ``limit`` characters."""
     template = _environment().get_template("scoreboard.md.j2")
-    config_name = config.path.name if config else "membench.toml"
     text = ""
     for level in _LEVELS:
         text = template.render(**context(verdict, results, base, level=level,
-                                         config_name=config_name, full_report=full_report))
+                                         full_report=full_report))
         if len(text) <= limit:
             return text
     note = "\n\n_(cut to fit; the full report is in the job summary and the report file)_\n"

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
-from membench_gate.config import Config
 from membench_gate.gate import HARD_KINDS, Verdict, breach_keys
 from membench_gate.metrics import gate_kind
 from membench_gate.results import Results, round4
@@ -35,9 +35,17 @@ _TITLES = {"pass": "PASS", "regression": "REGRESSION", "bless-required": "BLESS 
 _SHOWN = 10
 
 
-def next_steps(verdict: Verdict, config_arg: str = "membench.toml") -> list[str]:
+def config_flag(verdict: Verdict) -> str:
+    """`` --config PATH`` when the check did not use the default config."""
+    config = verdict.config or "membench.toml"
+    if config in ("membench.toml", "./membench.toml"):
+        return ""
+    return " --config " + (shlex.quote(config) if config else "")
+
+
+def next_steps(verdict: Verdict) -> list[str]:
     """What to do about this verdict, as commands a person can paste."""
-    cfg = "" if config_arg == "membench.toml" else f" --config {config_arg}"
+    cfg = config_flag(verdict)
     keys = breach_keys(verdict)
     hard = breach_keys(verdict, HARD_KINDS)
     if verdict.verdict == "bless-required":
@@ -59,7 +67,7 @@ def next_steps(verdict: Verdict, config_arg: str = "membench.toml") -> list[str]
     return []
 
 
-def verdict_summary(verdict: Verdict, config: Config, results: Results) -> str:
+def verdict_summary(verdict: Verdict, results: Results) -> str:
     """The concise terminal report of ``check``."""
     base = verdict.base
     where = f"base {base.sha[:12]} ({base.ref}, found by {base.how})" if base.sha else "no base commit"
@@ -86,7 +94,7 @@ def verdict_summary(verdict: Verdict, config: Config, results: Results) -> str:
     if check.status in ("failed", "missing"):
         lines.append(f"  justification: {check.failed_check or 'missing'}")
     lines += [f"  note: {note}" for note in verdict.notes]
-    steps = next_steps(verdict, str(config.path.name))
+    steps = next_steps(verdict)
     if steps:
         lines.append("  next:")
         lines += [f"    {step}" for step in steps]

@@ -285,8 +285,8 @@ def test_workflow_commands_printed_by_the_adapter_are_inert(
         assert shown.count(bait) >= 2, bait  # printed (on both streams), yet only as text
     stops = [c for c in active if c.startswith("::stop-commands::")]
     tokens = [s.removeprefix("::stop-commands::") for s in stops]
-    assert len(stops) == len(blocks) == 2  # run and check, each in its own block
-    assert len(set(tokens)) == 2 and all(re.fullmatch(r"[0-9a-f]{32}", t) for t in tokens)
+    assert len(stops) == len(blocks) == 1  # the check (which runs the suites) in one block
+    assert all(re.fullmatch(r"[0-9a-f]{32}", t) for t in tokens)
     assert "x" not in run.outputs and set(run.outputs) == OUTPUTS
 
 
@@ -297,12 +297,13 @@ def test_broken_config_is_an_error_with_outputs(
     assert run.returncode == 4, run.log
     assert set(run.outputs) == OUTPUTS
     assert (run.outputs["verdict"], run.outputs["exit-code"]) == ("error", "4")
-    assert run.outputs["report-path"] == run.outputs["results-path"] == ""
-    assert run.outputs["comment-url"] == ""
-    assert "ERROR" in run.summary
+    assert run.outputs["results-path"] == ""  # nothing ran
+    assert "ERROR" in run.summary and "membench.toml" in run.summary  # the reason, in the summary
     assert run.annotations("error")
     assert "membench.toml" in run.stdout  # the one-line reason names the file, in the log
-    assert fake.requests() == []
+    # The sticky comment says ERROR too: a red check never sits under an earlier green scoreboard.
+    [comment] = fake.comments_on(5)
+    assert "ERROR" in comment["body"] and run.outputs["comment-url"] == comment["html_url"]
 
 
 def test_an_adapter_exiting_with_a_verdict_code_is_still_an_error(

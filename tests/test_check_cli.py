@@ -269,7 +269,8 @@ def test_bootstrap(tmp_path: Path) -> None:
 
 def test_unfetchable_base_is_a_clear_error(work: Path) -> None:
     code, verdict, out = verdict_of(work, "--base-ref", "0123456789abcdef0123456789abcdef01234567")
-    assert code == 4 and verdict == {}
+    assert code == 4 and (verdict["verdict"], verdict["exit_code"]) == ("error", 4)
+    assert "0123456789abcdef0123456789abcdef01234567" in verdict["notes"][0]  # the file says why
     assert "0123456789abcdef0123456789abcdef01234567" in out
     assert "Traceback" not in out and len(out.strip().splitlines()) == 1
 

@@ -123,13 +123,24 @@ def test_from_artifact_with_a_stale_head_posts_nothing(fake: FakeGitHub, tmp_pat
     assert fake.comments_on(5) == []
 
 
-@pytest.mark.parametrize("tamper", ["hostile-id", "bad-json", "wrong-field"])
+def test_from_artifact_escapes_hostile_ids(fake: FakeGitHub, tmp_path: Path) -> None:
+    art = write_artifact(tmp_path / "art", ["<img src=x onerror=alert(1)> @org/team #1"])
+    event = {"workflow_run": {"head_sha": HEAD_SHA}}
+    done = run_comment(fake, tmp_path, "--from-artifact", str(art), event=event,
+                       event_name="workflow_run")
+    assert done.returncode == 0, done.stderr
+    [posted] = fake.comments_on(5)
+    assert "&lt;img src=x onerror=alert(1)&gt;" in posted["body"]
+    assert "<img" not in posted["body"] and "@org/team" not in posted["body"]
+
+
+@pytest.mark.parametrize("tamper", ["control-char-id", "bad-json", "wrong-field"])
 def test_from_artifact_rejects_a_tampered_artifact(fake: FakeGitHub, tmp_path: Path,
                                                    tamper: str) -> None:
     art = write_artifact(tmp_path / "art", ["scn-7"])
-    if tamper == "hostile-id":
+    if tamper == "control-char-id":
         data = json.loads((art / "results.json").read_text())
-        data["cells"]["veto/files_known"]["failed"] = ["<img src=x onerror=alert(1)>"]
+        data["cells"]["veto/files_known"]["failed"] = ["scn-1\n::error::x\x1b[2J"]
         (art / "results.json").write_text(json.dumps(data))
     elif tamper == "bad-json":
         (art / "verdict.json").write_text('{"verdict": ')
