@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib
 import math
+import numbers
 import signal
 import sys
 import threading
@@ -95,14 +96,18 @@ def default_push(answer: Answer, k: int) -> list[str]:
 def load_adapter(target: str, options: Mapping[str, Any], base_dir: Path | None = None) -> Any:
     """Import ``module:attr`` and call it with ``options`` as keyword arguments.
 
-    ``base_dir`` (the folder of ``membench.toml``) is put on ``sys.path`` so a memory repo's own
-    adapter module imports without being installed.
+    ``base_dir`` (the folder of ``membench.toml``) and the working directory are put on
+    ``sys.path`` so a memory repo's own adapter module imports without being installed.
     """
     module_name, sep, attr = target.partition(":")
     if not sep or not module_name or not attr:
         raise GateError(f"adapter.python: {target!r} is not of the form 'module:attr'")
-    if base_dir is not None and str(base_dir) not in sys.path:
-        sys.path.insert(0, str(base_dir))
+    # Appended, not prepended: a repo module named like an installed package (git, github, numpy)
+    # must not shadow it. The working directory is added too, so the console script and
+    # ``python -m`` import the same adapter.
+    for folder in (base_dir, Path.cwd()):
+        if folder is not None and str(folder) not in sys.path:
+            sys.path.append(str(folder))
     try:
         module = importlib.import_module(module_name)
     except Exception as exc:  # any import-time failure of user code is a config error
@@ -200,13 +205,17 @@ class AdapterSession:
         answer = self._call("search", item, query)
         hits = getattr(answer, "hits", None)
         abstain = getattr(answer, "abstain", None)
+        # numpy scalars (np.float32, np.bool_) are what embedding stores return: accept them.
+        if type(abstain).__name__ == "bool_":
+            abstain = bool(abstain)
         if not isinstance(hits, (list, tuple)) or not isinstance(abstain, bool):
             raise self._fail("search", item, "did not return an Answer(hits=[...], abstain=bool)")
         checked: list[Hit] = []
         for hit in hits:
             hit_id = getattr(hit, "id", None)
             score = getattr(hit, "score", None)
-            if not isinstance(hit_id, str) or not isinstance(score, (int, float)):
+            if not isinstance(hit_id, str) or not isinstance(score, numbers.Real) \
+                    or isinstance(score, bool):
                 raise self._fail("search", item, f"returned a hit that is not Hit(id, score): {hit!r}")
             if not math.isfinite(score):
                 raise self._fail("search", item, f"returned a non-finite score for {hit_id!r}")

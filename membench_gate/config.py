@@ -147,6 +147,9 @@ def parse_floors(raw: Any, label: str) -> dict[str, float]:
         suite, slash, condition = cell.partition("/")
         if not sep or not slash or not suite or not condition or not metric:
             raise GateError(f"{label}: floors.{key!r}: key must be 'suite/condition:metric'")
+        if cell not in metrics.CELLS:
+            raise GateError(f"{label}: floors.{key!r}: unknown cell {cell!r}"
+                            f"{_suggest(cell, list(metrics.CELLS))}")
         if metrics.spec(metric).suite == "?":
             known = [m for m in metrics.REGISTRY if not m.startswith("net_at_")]
             raise GateError(

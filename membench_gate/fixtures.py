@@ -45,7 +45,8 @@ def parse_time(value: str, where: str) -> datetime:
 
 
 class _Item(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # strict: "holdout": "yes" or "k": "5" in a fixture is an error, not a silent conversion.
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
     holdout: bool = False
 
 
@@ -56,7 +57,7 @@ def _iso(value: str | None) -> str | None:
 
 
 class Rejected(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
     option: str = Field(min_length=1)
     reason: str = Field(min_length=1)
 
@@ -84,7 +85,7 @@ class Scenario(_Item):
 
 
 class ScenarioFile(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
     as_of: str
     scenarios: list[dict[str, Any]]
 
@@ -280,8 +281,8 @@ def _label(fx: SuiteFixtures, ident: str) -> str:
 
 
 def _validate_veto(fx: SuiteFixtures, include_holdout: bool) -> None:
-    _unique(((d.id, _label(fx, d.id)) for d in fx.decisions), "decision")
-    _unique(((s.id, _label(fx, s.id)) for s, _ in fx.scenarios), "scenario")
+    _unique([*((d.id, _label(fx, d.id)) for d in fx.decisions),
+             *((s.id, _label(fx, s.id)) for s, _ in fx.scenarios)], "veto item")
     decisions = {d.id: d for d in fx.decisions}
     for scenario, as_of in fx.scenarios:
         where = f"{_label(fx, scenario.id)}: scenario {scenario.id}"
@@ -305,8 +306,8 @@ def _validate_veto(fx: SuiteFixtures, include_holdout: bool) -> None:
 
 
 def _validate_abstention(fx: SuiteFixtures, include_holdout: bool) -> None:
-    _unique(((f.id, _label(fx, f.id)) for f in fx.facts), "fact")
-    _unique(((p.id, _label(fx, p.id)) for p in fx.probes), "probe")
+    _unique([*((f.id, _label(fx, f.id)) for f in fx.facts),
+             *((p.id, _label(fx, p.id)) for p in fx.probes)], "abstention item")
     facts = {f.id: f for f in fx.facts}
     for probe in fx.probes:
         gold = facts.get(probe.gold_fact_id) if probe.gold_fact_id is not None else None
@@ -325,6 +326,8 @@ def _validate_abstention(fx: SuiteFixtures, include_holdout: bool) -> None:
 
 def _validate_push(fx: SuiteFixtures, include_holdout: bool) -> None:
     _unique(((c.id, _label(fx, c.id)) for c in fx.conversations), "conversation")
+    _unique(((f"{c.id}.{t.id}", _label(fx, c.id)) for c in fx.conversations for t in c.turns),
+            "push item (conversation.turn)")
     for conv in fx.conversations:
         where = f"{_label(fx, conv.id)}: conversation {conv.id}"
         _unique(((p.slug, where) for p in conv.pages), "page")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Literal
 
 Direction = Literal["higher", "lower"]
@@ -30,6 +31,14 @@ class Metric:
     glossary: str
     gated_in: tuple[str, ...] = ()  # conditions where `kind` applies; empty = every condition
 
+
+# The cells each suite produces: "suite/condition". Floors and the report read this list.
+CONDITIONS: dict[str, tuple[str, ...]] = {
+    "veto": ("files_known", "files_unknown"),
+    "abstention": ("default", "control_floor_off", "control_shuffled"),
+    "push": ("default",),
+}
+CELLS = tuple(f"{suite}/{cond}" for suite, conds in CONDITIONS.items() for cond in conds)
 
 _NET = re.compile(r"^net_at_(?P<lam>\d+(?:\.\d+)?)$")
 
@@ -97,8 +106,10 @@ def net_metric(lam: float) -> str:
 
 
 def format_number(value: float) -> str:
-    """Integral values without a decimal point, others in their shortest form."""
-    return str(int(value)) if float(value).is_integer() else repr(float(value))
+    """Integral values without a decimal point, others in plain decimal form (never ``1e-05``)."""
+    if float(value).is_integer():
+        return str(int(value))
+    return format(Decimal(repr(float(value))).normalize(), "f")
 
 
 def spec(name: str) -> Metric:

@@ -73,6 +73,7 @@ class _Strict(BaseModel):
 class Cell(_Strict):
     """One ``suite/condition``: its metrics, how many gold items it scored, which failed."""
 
+    model_config = ConfigDict(extra="forbid", strict=True)
     metrics: dict[str, float]
     gold_total: int = Field(ge=0)
     failed: list[str]
@@ -107,14 +108,18 @@ class Baseline(_Strict):
         return normalize(data)
 
 
-class Receipt(_Strict):
-    """Facts about one run that are not part of the measurement (never in a baseline)."""
+class Receipt(BaseModel):
+    """Facts about one run that are not part of the measurement (never in a baseline).
 
-    tool_version: str
+    Information only: a foreign runner may leave fields out or add its own.
+    """
+
+    model_config = ConfigDict(extra="allow")
+    tool_version: str | None = None
     git_sha: str | None = None
-    started_at: str
-    duration_s: float
-    adapter: str
+    started_at: str | None = None
+    duration_s: float | None = None
+    adapter: str | None = None
 
 
 class Results(Baseline):
@@ -184,7 +189,7 @@ def parse_baseline(data: bytes | str, label: str) -> Baseline:
         raise GateError(f"{label}: expected a JSON object")
     if "schema_version" not in raw:
         raise GateError(f"{label}: schema_version: Field required")
-    if raw["schema_version"] != SCHEMA_VERSION:
+    if type(raw["schema_version"]) is not int or raw["schema_version"] != SCHEMA_VERSION:
         raise UnknownSchemaVersion(label, raw["schema_version"])
     try:
         return Baseline.model_validate(raw)
@@ -197,7 +202,8 @@ def parse_results(data: bytes | str, label: str) -> Results:
     raw = _load_json(data, label)
     if not isinstance(raw, dict):
         raise GateError(f"{label}: expected a JSON object")
-    if raw.get("schema_version") not in (SCHEMA_VERSION, None):
+    if "schema_version" in raw and (type(raw["schema_version"]) is not int
+                                    or raw["schema_version"] != SCHEMA_VERSION):
         raise UnknownSchemaVersion(label, raw["schema_version"])
     try:
         return Results.model_validate(raw)

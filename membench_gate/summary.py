@@ -19,7 +19,7 @@ def fmt(value: float | None) -> str:
 
 def run_summary(results: Results, out: Path | None) -> str:
     lines = [f"fixtures_hash {results.fixtures_hash[:12]}  ({len(results.cells)} cells, "
-             f"{results.receipt.duration_s:.1f}s)"]
+             f"{results.receipt.duration_s or 0:.1f}s)"]
     for name, cell in sorted(results.cells.items()):
         shown = [f"{m}={fmt(v)}" for m, v in sorted(cell.metrics.items())
                  if gate_kind(name, m) != "report"]

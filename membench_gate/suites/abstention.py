@@ -25,13 +25,27 @@ from membench_gate.fixtures import Probe, SuiteFixtures
 from membench_gate.metrics import net_metric
 from membench_gate.suites import Progress, SuiteRun, ratio
 
-SCORER_VERSION = 1
-CONTROLS = ("control_floor_off", "control_shuffled")
+SCORER_VERSION = 2
+
+
+def derangement(ids: list[str], seed: int) -> list[str]:
+    """A seeded permutation of ``ids`` that moves every one of them (no fixed point), so the
+    shuffled control never keeps a fact under its own id, however small the corpus."""
+    order = np.random.default_rng(seed).permutation(len(ids))
+    shuffled = list(ids)
+    for position, index in enumerate(order):
+        # Each fact takes the id of the next one in a random cycle through all of them.
+        shuffled[index] = ids[order[(position + 1) % len(order)]]
+    return shuffled
 
 
 def _judge(probe: Probe, answer: Answer, k: int, honour_abstain: bool) -> str:
-    """correct / wrong / abstain for one probe: only an answer can be correct or wrong."""
-    ids = [hit.id for hit in answer.hits[:k]]
+    """correct / wrong / abstain for one probe: only an answer can be correct or wrong.
+
+    With the floor off (``honour_abstain`` false) the answer is the top hit alone.
+    """
+    ids = [hit.id for hit in answer.hits[:k]] if honour_abstain else \
+        [hit.id for hit in answer.hits[:1]]
     abstains = answer.abstain if honour_abstain else not ids
     if abstains:
         return "abstain"
@@ -73,8 +87,7 @@ def run(fx: SuiteFixtures, session: AdapterSession, options: dict[str, Any],
         if progress:
             progress("abstention", done, total)
 
-    permutation = np.random.default_rng(int(options["shuffle_seed"])).permutation(len(real_ids))
-    shuffled_ids = [real_ids[i] for i in permutation]
+    shuffled_ids = derangement(real_ids, int(options["shuffle_seed"]))
     _ingest(session, fx, shuffled_ids)
     shuffled: dict[str, Answer] = {}
     for done, probe in enumerate(probes, len(probes) + 1):

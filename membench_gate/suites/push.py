@@ -38,9 +38,9 @@ def run(fx: SuiteFixtures, session: AdapterSession, options: dict[str, Any],
         context: list[str] = []
         for turn in conv.turns:
             item = f"{conv.id}.{turn.id}"
-            injected = session.push(
+            injected = list(dict.fromkeys(session.push(  # an id injected twice is injected once
                 Query(text=turn.text, k=budget, source=conv.source, context=tuple(context)), item
-            )
+            )))
             context.append(turn.text)
             done += 1
             if progress:

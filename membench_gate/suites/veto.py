@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from membench_gate import metrics
 from membench_gate.adapter import AdapterSession, Query, Record
 from membench_gate.fixtures import SuiteFixtures, parse_time
 from membench_gate.suites import Progress, SuiteRun, ratio
 
 SCORER_VERSION = 1
-CONDITIONS = ("files_known", "files_unknown")
+CONDITIONS = metrics.CONDITIONS["veto"]
 
 
 def run(fx: SuiteFixtures, session: AdapterSession, options: dict[str, Any],
