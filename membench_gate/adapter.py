@@ -24,6 +24,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+import numpy as np
+
 from membench_gate.errors import GateError
 
 
@@ -206,7 +208,7 @@ class AdapterSession:
         hits = getattr(answer, "hits", None)
         abstain = getattr(answer, "abstain", None)
         # numpy scalars (np.float32, np.bool_) are what embedding stores return: accept them.
-        if type(abstain).__name__ == "bool_":
+        if isinstance(abstain, np.bool_):
             abstain = bool(abstain)
         if not isinstance(hits, (list, tuple)) or not isinstance(abstain, bool):
             raise self._fail("search", item, "did not return an Answer(hits=[...], abstain=bool)")
