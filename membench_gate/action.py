@@ -17,6 +17,7 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from membench_gate.actions_env import (
     MAX_ANNOTATIONS,
@@ -26,10 +27,16 @@ from membench_gate.actions_env import (
     pull_request_number,
 )
 from membench_gate.errors import GateError
+from membench_gate.report import SUMMARY_LIMIT
 
 _TRUE = {"true", "1", "yes", "on"}
+# Not for the child, which runs the PR's adapter code: the token, and the runner's file commands
+# (stop-commands covers printed commands, not these files).
 _SECRETS = ("GITHUB_TOKEN", "INPUT_GITHUB-TOKEN", "INPUT_GITHUB_TOKEN", "ACTIONS_RUNTIME_TOKEN",
-            "ACTIONS_ID_TOKEN_REQUEST_TOKEN")
+            "ACTIONS_ID_TOKEN_REQUEST_TOKEN", "GITHUB_ENV", "GITHUB_PATH", "GITHUB_OUTPUT",
+            "GITHUB_STATE", "GITHUB_STEP_SUMMARY")
+_ANNOTATION_ORDER = ("zero", "floor", "metric", "metric-missing", "cell-missing", "gold-total",
+                     "item-removed", "newly-failed")
 _FALSE = {"false", "0", "no", "off", ""}
 
 
@@ -96,7 +103,11 @@ def _annotations(verdict: dict) -> list[str]:
     if level is None:
         return []
     lines = []
-    for breach in verdict.get("breaches", [])[:MAX_ANNOTATIONS]:
+    # The most telling first: invariants, floors and metrics before long lists of items.
+    ranked = sorted(verdict.get("breaches", []),
+                    key=lambda b: _ANNOTATION_ORDER.index(b["kind"])
+                    if b.get("kind") in _ANNOTATION_ORDER else len(_ANNOTATION_ORDER))
+    for breach in ranked[:MAX_ANNOTATIONS]:
         lines.append(annotation(level, f"{breach['key']}: {breach['detail']}",
                                 f"membench-gate {breach['kind']}"))
     if not lines:
@@ -142,7 +153,11 @@ def main(env: Mapping[str, str] | None = None) -> int:
                                                  "notes": ["the gate failed; see the log"]}
     comment_url = ""
     if paths["verdict.json"].exists() and inputs.comment != "off":
-        comment_url = _comment(paths, inputs, env)
+        try:
+            comment_url = _comment(paths, inputs, env)
+        except Exception as exc:  # a comment is never worth a changed verdict
+            print(annotation("warning", f"could not comment: {type(exc).__name__}: {exc}",
+                             "membench-gate comment"), flush=True)
     outputs = {
         "verdict": verdict["verdict"],
         "exit-code": str(verdict["exit_code"]),
@@ -154,7 +169,7 @@ def main(env: Mapping[str, str] | None = None) -> int:
     }
     append("GITHUB_OUTPUT", format_outputs(outputs), env)
     if paths["report.md"].exists():
-        append("GITHUB_STEP_SUMMARY", paths["report.md"].read_text(encoding="utf-8"), env)
+        append("GITHUB_STEP_SUMMARY", _summary(paths), env)
     else:
         append("GITHUB_STEP_SUMMARY", "## membench-gate: ⛔ ERROR\n\nThe gate could not run; "
                "the job log has the one-line reason.\n", env)
@@ -168,19 +183,38 @@ def main(env: Mapping[str, str] | None = None) -> int:
     return exit_code
 
 
-def _comment(paths: dict[str, Path], inputs: Inputs, env: Mapping[str, str]) -> str:
-    from membench_gate.comment import body_from_data, post, read_verdict, target_from_env
+def _summary(paths: dict[str, Path]) -> str:
+    """The report for the job summary: the file itself, or re-rendered to fit 1 MiB."""
+    text = paths["report.md"].read_text(encoding="utf-8")
+    if len(text.encode("utf-8")) <= SUMMARY_LIMIT:
+        return text
+    from membench_gate.report import render
+
+    verdict, results, base = _data(paths)
+    return render(verdict, results, base, limit=SUMMARY_LIMIT)
+
+
+def _data(paths: dict[str, Path]) -> tuple[Any, Any, Any]:
+    """The verdict, results (if the run got that far) and base baseline the check wrote."""
+    from membench_gate.comment import read_verdict
     from membench_gate.results import parse_baseline, parse_results, read_file
+
+    results = parse_results(read_file(paths["results.json"]), "results.json") \
+        if paths["results.json"].exists() else None
+    base = parse_baseline(read_file(paths["base.json"]), "base.json") \
+        if paths["base.json"].exists() else None
+    return read_verdict(paths["verdict.json"]), results, base
+
+
+def _comment(paths: dict[str, Path], inputs: Inputs, env: Mapping[str, str]) -> str:
+    from membench_gate.comment import body_from_data, post, target_from_env
 
     pr = pull_request_number(env)
     if pr is None:
         print("comment: not a pull request run; nothing posted")
         return ""
-    results = parse_results(read_file(paths["results.json"]), "results.json") \
-        if paths["results.json"].exists() else None
-    base = parse_baseline(read_file(paths["base.json"]), "base.json") \
-        if paths["base.json"].exists() else None
-    body = body_from_data(read_verdict(paths["verdict.json"]), results, base)
+    verdict, results, base = _data(paths)
+    body = body_from_data(verdict, results, base)
     url, warning = post(body, pr, inputs.comment_key, inputs.comment, target_from_env(env))
     if warning:
         print(annotation("warning", warning, "membench-gate comment"), flush=True)

@@ -80,8 +80,9 @@ def event_payload(env: Mapping[str, str] | None = None) -> dict[str, Any]:
 def pull_request_number(env: Mapping[str, str] | None = None) -> int | None:
     """The PR number of a ``pull_request`` run (payload, then ``refs/pull/N/merge``)."""
     env = os.environ if env is None else env
-    number = event_payload(env).get("pull_request", {}).get("number")
-    if isinstance(number, int):
+    pull = event_payload(env).get("pull_request")
+    number = pull.get("number") if isinstance(pull, dict) else None
+    if isinstance(number, int) and not isinstance(number, bool):
         return number
     ref = env.get("GITHUB_REF", "")
     parts = ref.split("/")

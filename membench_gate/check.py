@@ -150,7 +150,7 @@ def check(args: argparse.Namespace) -> int:
         if args.report is not None:
             from membench_gate.report import render
 
-            write_atomic(args.report, render(verdict, None, None))
+            write_atomic(args.report, render(verdict, None, None, limit=None))
         raise
 
 
@@ -195,7 +195,7 @@ def write_outputs(args: argparse.Namespace, config: Config, verdict: Verdict, re
     if args.report is not None:
         from membench_gate.report import render
 
-        write_atomic(args.report, render(verdict, results, base))
+        write_atomic(args.report, render(verdict, results, base, limit=None))
 
 
 def _bless_base(config: Config, base_ref: str | None) -> BaseSide:

@@ -137,8 +137,17 @@ def _artifact_pr(target: CommentTarget, env: Mapping[str, str]) -> int | None:
     if not isinstance(head_sha, str):
         raise GateError("--from-artifact needs a workflow_run event payload with head_sha "
                         "(GITHUB_EVENT_PATH)")
+    # Same-repository PRs are named by the event itself; fork PRs are found by head sha and
+    # head repository (GitHub leaves pull_requests empty for them).
+    for pull in run.get("pull_requests") or []:
+        head = pull.get("head") if isinstance(pull, dict) else None
+        if isinstance(head, dict) and head.get("sha") == head_sha \
+                and isinstance(pull.get("number"), int):
+            return int(pull["number"])
+    head_repo = (run.get("head_repository") or {}).get("full_name")
     return find_pr_for_head_sha(token=target.token, repository=target.repository,
-                                head_sha=head_sha, api_url=target.api_url)
+                                head_sha=head_sha, api_url=target.api_url,
+                                head_repository=head_repo if isinstance(head_repo, str) else None)
 
 
 def comment(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> int:

@@ -40,9 +40,12 @@ class Breach(BaseModel):
 
 
 class BaseInfo(BaseModel):
+    """Where the base baseline was read: the ref, the commit and how it was found."""
+
     ref: str | None = None
-    sha: str | None = None
-    how: str | None = None
+    sha: str | None = Field(default=None, pattern=r"^[0-9a-f]{7,64}$")
+    how: Literal["explicit", "merge-commit-parent", "event-base-sha", "remote-default-branch",
+                 "local-branch"] | None = None
 
 
 class FixtureDiff(BaseModel):
@@ -254,10 +257,10 @@ def decide(
             notes.append("baseline introduced: no baseline at the base commit")
             return _finish("regression" if hard else "pass", mode, breaches=hard, notes=notes)
         notes.append("no baseline at the base commit and the committed baseline does not match "
-                     "this run: run `membench-gate bless` and commit the baseline"
+                     "this run: run membench-gate bless and commit the baseline"
                      if committed is not None else
                      "no baseline at the base commit and none in the working tree: run "
-                     "`membench-gate bless` and commit the baseline")
+                     "membench-gate bless and commit the baseline")
         return _finish("regression" if hard else "bless-required", mode, breaches=hard,
                        notes=notes)
 

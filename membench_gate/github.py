@@ -143,8 +143,12 @@ def find_pr_for_head_sha(
     api_url: str = DEFAULT_API_URL,
     retries: int = 3,
     backoff: float = 1.0,
+    head_repository: str | None = None,
 ) -> int | None:
     """The number of the open PR of ``repository`` whose head commit is ``head_sha``, else None.
+
+    With ``head_repository`` (the triggering run's ``head_repository.full_name``) the PR's head
+    must also come from that repository, so another fork's PR on the same commit is not taken.
 
     For the fork-safe two-workflow setup: the ``workflow_run`` job learns the PR from the head
     sha of the run it reacts to (GitHub leaves ``pull_requests`` empty for forks). Lists open
@@ -164,7 +168,8 @@ def find_pr_for_head_sha(
         try:
             for pull in client.paginate(f"/repos/{repository}/pulls", {"state": "open"}):
                 head = pull.get("head")
-                if isinstance(head, dict) and str(head.get("sha", "")).lower() == sha:
+                if isinstance(head, dict) and str(head.get("sha", "")).lower() == sha \
+                        and _from_repository(head, head_repository):
                     number = pull.get("number")
                     if isinstance(number, int) and not isinstance(number, bool):
                         return number
@@ -177,6 +182,14 @@ def find_pr_for_head_sha(
     except Exception as exc:  # users get one line, never a PyGithub traceback
         message = f"could not look up the PR for {sha} in {repository}: {type(exc).__name__}: {exc}"
         raise GateError(_one_line(message, token)) from None
+
+
+def _from_repository(head: dict[str, Any], repository: str | None) -> bool:
+    if repository is None:
+        return True
+    repo = head.get("repo")
+    name = repo.get("full_name") if isinstance(repo, dict) else None
+    return isinstance(name, str) and name.lower() == repository.lower()
 
 
 # -- the sticky comment -------------------------------------------------------------------

@@ -43,19 +43,26 @@ def config_flag(verdict: Verdict) -> str:
     return " --config " + (shlex.quote(config) if config else "")
 
 
+def _named(keys: list[str]) -> str:
+    """The metrics or cells a justification must name, briefly."""
+    named = sorted({k.partition("#")[0] for k in keys})
+    return ", ".join(named[:3]) + (f" and {len(named) - 3} more" if len(named) > 3 else "")
+
+
 def next_steps(verdict: Verdict) -> list[str]:
     """What to do about this verdict, as commands a person can paste."""
     cfg = config_flag(verdict)
     keys = breach_keys(verdict)
     hard = breach_keys(verdict, HARD_KINDS)
     if verdict.verdict == "bless-required":
+        why = f' --justification "<why {_named(keys)} changed, naming it>"' if keys else ""
         return ["# the measurement changed or the committed baseline does not match this run:",
-                f'membench-gate bless{cfg} --justification "<why these changes are right>"',
+                f"membench-gate bless{cfg}{why}",
                 "# then commit the baseline file"]
     if verdict.verdict == "regression" and hard:
         return ["# fix the code: zero-gated invariants and floors cannot be blessed or waived"]
     if verdict.verdict == "regression" and keys:
-        named = ", ".join(sorted({k.partition("#")[0] for k in keys})[:3])
+        named = _named(keys)
         return [
             "# fix the regression, or accept it on purpose with a justification that names it:",
             f'membench-gate bless{cfg} --justification "<why {named} got worse>"',
