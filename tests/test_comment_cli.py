@@ -162,3 +162,29 @@ def test_off_mode_makes_no_request(fake: FakeGitHub, tmp_path: Path) -> None:
     done = run_comment(fake, tmp_path, "--mode", "off", "--verdict", str(art / "verdict.json"),
                        "--results", str(art / "results.json"))
     assert done.returncode == 0 and fake.requests() == []
+
+
+def test_from_artifact_takes_the_pr_from_the_runs_head_repository(fake: FakeGitHub,
+                                                                  tmp_path: Path) -> None:
+    fork_sha = "f0f0" + "1" * 36
+    fake.add_pull(6, fork_sha, head_repository="alice/memory")
+    fake.add_pull(7, fork_sha, head_repository="mallory/memory")  # same commit, another fork
+    art = write_artifact(tmp_path / "art", ["scn-7"])
+    event = {"workflow_run": {"head_sha": fork_sha, "pull_requests": [],
+                              "head_repository": {"full_name": "alice/memory"}}}
+    done = run_comment(fake, tmp_path, "--from-artifact", str(art), event=event,
+                       event_name="workflow_run")
+    assert done.returncode == 0, done.stderr
+    assert len(fake.comments_on(6)) == 1 and fake.comments_on(7) == []
+
+
+@pytest.mark.parametrize("field", ["how", "sha"])
+def test_from_artifact_rejects_a_forged_base(fake: FakeGitHub, tmp_path: Path, field: str) -> None:
+    art = write_artifact(tmp_path / "art", ["scn-7"])
+    data = json.loads((art / "verdict.json").read_text())
+    data["base"][field] = "x` @acme/security-team #1\n```\n<b>bold</b>"
+    (art / "verdict.json").write_text(json.dumps(data))
+    done = run_comment(fake, tmp_path, "--from-artifact", str(art),
+                       event={"workflow_run": {"head_sha": HEAD_SHA}}, event_name="workflow_run")
+    assert done.returncode == 4 and f"base.{field}" in done.stderr
+    assert fake.comments_on(5) == []

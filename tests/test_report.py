@@ -180,3 +180,67 @@ def test_shipped_json_schemas_are_up_to_date_and_validate_real_files(tmp_path: P
     broken = {**baseline, "cells": {"x/y": {"metrics": {}, "gold_total": -1, "failed": []}}}
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(broken, json.loads((SCHEMA_DIR / "baseline.schema.json").read_text()))
+
+
+def _many_cells(cells: int, per_cell: int, notes: int = 0, id_text: str = "item") -> tuple:
+    base_cells = {f"s{c:04d}/cond": Cell(metrics={"veto_recall_at_k": 1.0}, gold_total=per_cell,
+                                         failed=[]) for c in range(cells)}
+    head_cells = {name: Cell(metrics={"veto_recall_at_k": 0.0}, gold_total=per_cell,
+                             failed=[f"{id_text}-{c}-{i}" for i in range(per_cell)])
+                  for c, name in enumerate(base_cells)}
+    base = Baseline(schema_version=1, fixtures_hash="a" * 64, config={}, cells=base_cells)
+    head = results(head_cells, hash_="a" * 64)
+    verdict = decide(base, base, head)
+    verdict.notes += [f"note {i}: something worth saying about this run" for i in range(notes)]
+    return verdict, head, base
+
+
+def test_cutting_keeps_whole_sections_and_the_commands() -> None:
+    verdict, head, base = _many_cells(1000, 3, notes=3000)
+    comment = render(verdict, head, base, limit=COMMENT_LIMIT)
+    assert len(comment.encode()) <= COMMENT_LIMIT
+    assert "### Reproduce locally" in comment and "membench-gate bless" in comment
+    assert "more cell(s) without breaches" in comment or "| s0000/cond |" in comment
+    assert comment.count("<details>") == comment.count("</details>")
+    assert comment.count("```") % 2 == 0
+    for table in parse(to_html(comment)).tables:
+        assert len({len(row) for row in table}) == 1
+    full = render(verdict, head, base, limit=None)  # the report file is never cut
+    assert "item-999-2" in full and len(full.encode()) > COMMENT_LIMIT
+
+
+def test_limits_are_utf8_bytes() -> None:
+    verdict, head, base = _many_cells(20, 3000, id_text="項目の識別子")
+    summary = render(verdict, head, base, limit=200_000)
+    assert len(summary.encode("utf-8")) <= 200_000
+    assert len(render(verdict, head, base, limit=None).encode("utf-8")) > 200_000
+
+
+def test_odd_metric_names_and_missing_cells_render(tmp_path: Path) -> None:
+    cells = {"abstention/default": Cell(metrics={"net_at_x": 1.0, "net_at_1": 0.2},
+                                        gold_total=3, failed=[])}
+    base = Baseline(schema_version=1, fixtures_hash="b" * 64, config={},
+                    cells={**cells, "veto/files_known": Cell(metrics={}, gold_total=1, failed=[])})
+    head = results(cells, hash_="b" * 64)
+    verdict = decide(base, base, head, inconclusive=["results from another config"])
+    markdown = render(verdict, head, base)
+    assert "| veto/files\\_known | missing | 0 | 0 | ❔ missing |" in markdown
+    assert "None/None" not in markdown and '["1"]' in markdown  # net_at_x is not a λ
+
+
+def test_an_error_report_names_the_reason_and_claims_no_cut() -> None:
+    from membench_gate.gate import Verdict
+
+    verdict = Verdict(verdict="error", exit_code=4, mode=None,
+                      notes=["membench.toml: unknown key 'suits' (did you mean 'suites'?)"])
+    markdown = render(verdict, None, None)
+    assert markdown.startswith("## membench-gate: ⛔ ERROR")
+    assert "unknown key" in markdown and "left out to fit" not in markdown
+
+
+def test_ids_at_the_start_of_a_folded_line_stay_plain_text() -> None:
+    ids = [f"ok-{i}" for i in range(5)] + ["# heading", "1. one", "+ plus", "- dash"]
+    verdict, head, base = _many_cells(1, 0)
+    verdict.newly_failed = {"s0000/cond": ids}
+    tags = parse(to_html(render(verdict, head, base))).tags
+    assert not {"h1", "ol"} & set(tags)

@@ -1,0 +1,37 @@
+"""Annotations and event payload helpers of the action."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from membench_gate.action import _annotations
+from membench_gate.actions_env import MAX_ANNOTATIONS, pull_request_number
+
+
+def test_annotations_put_metrics_before_items_and_stop_at_ten() -> None:
+    breaches = [{"key": f"veto/files_known#scn-{i:03d}", "kind": "newly-failed", "detail": "d"}
+                for i in range(50)]
+    breaches.append({"key": "abstention/default:net_at_1", "kind": "metric", "detail": "worse"})
+    breaches.append({"key": "push/default:source_isolation_violations", "kind": "zero",
+                     "detail": "must be 0"})
+    lines = _annotations({"verdict": "regression", "breaches": breaches})
+    assert len(lines) == MAX_ANNOTATIONS
+    assert "source_isolation_violations" in lines[0] and "net_at_1" in lines[1]
+    assert all(line.startswith("::error title=membench-gate ") for line in lines)
+
+
+def test_bless_required_is_a_warning_and_pass_is_silent() -> None:
+    assert _annotations({"verdict": "pass", "breaches": []}) == []
+    [line] = _annotations({"verdict": "bless-required", "breaches": [], "notes": ["deleted"]})
+    assert line.startswith("::warning ") and line.endswith("::deleted")
+
+
+def test_pull_request_number_from_payload_or_ref(tmp_path: Path) -> None:
+    event = tmp_path / "event.json"
+    event.write_text(json.dumps({"pull_request": None}))
+    env = {"GITHUB_EVENT_PATH": str(event), "GITHUB_REF": "refs/pull/42/merge"}
+    assert pull_request_number(env) == 42
+    event.write_text(json.dumps({"pull_request": {"number": 7}}))
+    assert pull_request_number(env) == 7
+    assert pull_request_number({"GITHUB_REF": "refs/heads/main"}) is None
