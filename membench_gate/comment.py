@@ -67,7 +67,7 @@ def read_verdict(path: Path) -> Verdict:
 
 def body_from_data(verdict: Verdict, results: Results | None, base: Baseline | None) -> str:
     return render(verdict, results, base, limit=COMMENT_LIMIT,
-                  full_report="in the job summary of this workflow run")
+                  full_report="in the job summary of the gating workflow run")
 
 
 def _check_ids(verdict: Verdict, results: Results, label: str) -> None:
@@ -194,8 +194,16 @@ def _body(args: argparse.Namespace) -> str:
         return body_from_data(read_verdict(args.verdict), results, base)
     if args.report is not None:
         text = read_file(args.report).decode("utf-8", "replace")
-        if len(text) > COMMENT_LIMIT:
-            note = "\n\n_(cut to fit a comment; the full report is in the job summary)_\n"
-            text = text[: COMMENT_LIMIT - len(note)] + note
-        return text
+        if len(text.encode("utf-8")) <= COMMENT_LIMIT:
+            return text
+        # Whole lines only, closing an open code fence: never a half-rendered comment.
+        note = "\n_(cut to fit a comment; the full report is in the job summary)_\n"
+        kept, size, fenced = [], len(note.encode()) + 8, False
+        for line in text.splitlines(keepends=True):
+            size += len(line.encode("utf-8"))
+            if size > COMMENT_LIMIT:
+                break
+            kept.append(line)
+            fenced ^= line.startswith("```")
+        return "".join(kept) + ("```\n" if fenced else "") + note
     raise GateError("comment needs --verdict (with --results), --report, or --from-artifact")
