@@ -231,24 +231,27 @@ def test_fail_on_regression_false_is_advisory(
     assert "advisory" in run.stdout
 
 
-@pytest.mark.parametrize(("files", "verdict", "code"), [
-    ({}, "pass", 0),
-    ({"membench.toml": config_text(tau=0.4)}, "regression", 1),
+@pytest.mark.parametrize(("files", "verdict", "code", "status"), [
+    ({}, "pass", 0, 403),
+    ({"membench.toml": config_text(tau=0.4)}, "regression", 1, 403),
+    ({"membench.toml": config_text(tau=0.4)}, "regression", 1, 404),
+    ({}, "pass", 0, 422),
+    ({"membench.toml": config_text(tau=0.4)}, "regression", 1, 500),
 ])
 def test_a_refused_comment_is_a_warning_and_the_verdict_stands(
         origin: tuple[Path, str], fake: FakeGitHub, tmp_path: Path,
-        files: dict[str, str], verdict: str, code: int) -> None:
-    # A fork PR's read-only token; the error even echoes the token back.
-    fault = fake.fail("POST", COMMENTS, 403, count=None,
+        files: dict[str, str], verdict: str, code: int, status: int) -> None:
+    # E.g. a fork PR's read-only token (403); the error even echoes the token back.
+    fault = fake.fail("POST", COMMENTS, status, count=None,
                       message=f"Resource not accessible by integration ({TOKEN})")
     run = run_step(pull_request(origin, tmp_path, files), fake, tmp_path)
-    assert fault.hits == 1
+    assert fault.hits == (3 if status >= 500 else 1)  # 5xx retried, never duplicated
     assert run.returncode == code, run.log
     assert (run.outputs["verdict"], run.outputs["exit-code"]) == (verdict, str(code))
     assert run.outputs["comment-url"] == ""
     (warning,) = run.annotations("warning")
     assert warning.startswith("::warning title=membench-gate comment::")
-    assert "403" in warning and "***" in warning
+    assert str(status) in warning and "***" in warning
     assert fake.comments_on(PR_NUMBER) == []
 
 
