@@ -229,7 +229,8 @@ def decide(
     working tree (None: absent), ``actual`` this run. ``inconclusive`` carries reasons the edges
     found why the runs cannot be compared (unknown schema, foreign config, non-determinism);
     ``committed_canonical`` is False when the committed file's bytes are not the canonical form of
-    what it holds (edited by hand), which no rule accepts as a bless.
+    what it holds (reformatted or edited by hand): the comparison is of canonical content, so this
+    is only noted, with the advice to re-bless.
     """
     reasons = list(inconclusive)
     if reasons:
@@ -248,20 +249,22 @@ def decide(
         return _finish("error", None, breaches=hard, notes=[
             "--allow-regression is local only and is refused when CI or GITHUB_ACTIONS is set"])
 
-    if committed is not None and not committed_canonical:
-        # Only ever compared as bytes: a hand-edited committed baseline matches nothing.
-        committed = committed.model_copy(update={"fixtures_hash": "(not canonical)"})
+    # Compared as canonical content, so a reformatted file is only worth a note (after the reasons).
+    finish = _with_note(
+        "the committed baseline is not in canonical form (reformatted or edited by hand?); "
+        "membench-gate bless rewrites it") if committed is not None and not committed_canonical \
+        else _finish
     if base is None:
         mode = "bootstrap"
         if committed is not None and committed.comparable() == actual.comparable():
             notes.append("baseline introduced: no baseline at the base commit")
-            return _finish("regression" if hard else "pass", mode, breaches=hard, notes=notes)
+            return finish("regression" if hard else "pass", mode, breaches=hard, notes=notes)
         notes.append("no baseline at the base commit and the committed baseline does not match "
                      "this run: run membench-gate bless and commit the baseline"
                      if committed is not None else
                      "no baseline at the base commit and none in the working tree: run "
                      "membench-gate bless and commit the baseline")
-        return _finish("regression" if hard else "bless-required", mode, breaches=hard,
+        return finish("regression" if hard else "bless-required", mode, breaches=hard,
                        notes=notes)
 
     same_hash = base.fixtures_hash == actual.fixtures_hash
@@ -274,8 +277,7 @@ def decide(
     elif same_hash:
         if committed.comparable() != base.comparable() and \
                 committed.comparable() != actual.comparable():
-            bless_required = "committed baseline does not match this run" + \
-                ("" if committed_canonical else " (it is not in canonical form: edited by hand?)")
+            bless_required = "committed baseline does not match this run"
     elif committed.comparable() != actual.comparable():
         bless_required = ("the fixtures or suite options changed (fixtures_hash differs from the "
                           "base) and the committed baseline does not match this run")
@@ -298,18 +300,18 @@ def decide(
         "blessed": blessed and not hard and not bless_required,
     }
     if hard:
-        return _finish("regression", mode, notes=notes, **common)
+        return finish("regression", mode, notes=notes, **common)
     if bless_required:
-        return _finish("bless-required", mode, notes=[bless_required, *notes], **common)
+        return finish("bless-required", mode, notes=[bless_required, *notes], **common)
     if soft and not blessed:
         if allow_regression is not None:
             notes.append(f"regression allowed locally: {allow_regression}")
-            return _finish("pass", mode, notes=notes, allowed_regression=allow_regression,
+            return finish("pass", mode, notes=notes, allowed_regression=allow_regression,
                            **common)
-        return _finish("regression", mode, notes=notes, **common)
+        return finish("regression", mode, notes=notes, **common)
     if blessed:
         notes.append("breaches blessed by the committed justification")
-    return _finish("pass", mode, notes=notes, **common)
+    return finish("pass", mode, notes=notes, **common)
 
 
 def _judge_justification(committed: Baseline, base: Baseline,
@@ -335,6 +337,14 @@ def _judge_justification(committed: Baseline, base: Baseline,
 
 def _finish(verdict: VerdictName, mode: Mode | None, **fields: Any) -> Verdict:
     return Verdict(verdict=verdict, exit_code=EXIT_CODES[verdict], mode=mode, **fields)
+
+
+def _with_note(note: str) -> Any:
+    """A ``_finish`` that appends ``note`` after the verdict's own notes."""
+    def finish(verdict: VerdictName, mode: Mode | None, **fields: Any) -> Verdict:
+        fields["notes"] = [*fields.get("notes", []), note]
+        return _finish(verdict, mode, **fields)
+    return finish
 
 
 def breach_keys(verdict: Verdict, kinds: Iterable[str] | None = None) -> list[str]:

@@ -95,15 +95,22 @@ def test_results_on_edited_fixtures_are_inconclusive(tmp_path: Path) -> None:
     assert "fixtures_hash" in json.loads((repo / "v.json").read_text())["notes"][0]
 
 
-def test_a_hand_edited_committed_baseline_is_not_a_bless(tmp_path: Path) -> None:
+def test_a_reformatted_committed_baseline_is_compared_by_content(tmp_path: Path) -> None:
     repo = small_repo(tmp_path)
     assert gate(repo, "bless").returncode == 0
     commit(repo, "baseline", {})
     path = repo / "baselines/main.json"
-    path.write_text(json.dumps(json.loads(path.read_text()), indent=4))  # same content, reformatted
+    data = json.loads(path.read_text())
+    path.write_text(json.dumps(data, indent=4))  # same content, reformatted: noted, not blocked
     done = gate(repo, "check", "--json", "v.json")
     verdict = json.loads((repo / "v.json").read_text())
-    assert done.returncode == 2 and "canonical" in verdict["notes"][0]
+    assert done.returncode == 0 and "not in canonical form" in verdict["notes"][-1]
+    metrics = data["cells"]["abstention/default"]["metrics"]
+    metrics["net_at_1"] += 0.5  # a hand edit of content is a committed baseline that lies
+    path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    done = gate(repo, "check", "--json", "v.json")
+    verdict = json.loads((repo / "v.json").read_text())
+    assert done.returncode == 2 and verdict["notes"][0] == "committed baseline does not match this run"
     assert verdict["blessed"] is False
 
 
