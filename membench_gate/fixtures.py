@@ -146,6 +146,11 @@ class SuiteFixtures:
     probes: list[Probe] = field(default_factory=list)
     conversations: list[Conversation] = field(default_factory=list)
     digests: dict[str, str] = field(default_factory=dict)  # included gold item id -> digest
+    origins: list[tuple[str, str]] = field(default_factory=list)  # (item id, file), load order
+
+    def label(self, ident: str) -> str:
+        """The file an item came from, for error messages."""
+        return next((label for i, label in self.origins if i == ident), f"fixtures/{self.suite}")
 
 
 def canonical_bytes(data: Any) -> bytes:
@@ -231,7 +236,7 @@ def _add(fixtures: SuiteFixtures, path: Path, label: str) -> Any:
 
 def _load_veto(fx: SuiteFixtures, folder: Path, label: str) -> None:
     dlabel, slabel = f"{label}/decisions.json", f"{label}/scenarios.json"
-    fx.decisions += _items(Decision, _add(fx, folder / "decisions.json", dlabel), dlabel)
+    decisions = _items(Decision, _add(fx, folder / "decisions.json", dlabel), dlabel)
     raw = _add(fx, folder / "scenarios.json", slabel)
     try:
         head = ScenarioFile.model_validate(raw)
@@ -240,11 +245,10 @@ def _load_veto(fx: SuiteFixtures, folder: Path, label: str) -> None:
     except ValueError as exc:
         raise GateError(f"{slabel}: as_of: {exc}") from exc
     as_of = parse_time(head.as_of, "as_of")
-    fx.scenarios += [(s, as_of) for s in _items(Scenario, head.scenarios, slabel)]
-    # Labels per id for error messages about merged folders.
-    fx.__dict__.setdefault("_labels", {}).update(
-        {**{d.id: dlabel for d in fx.decisions}, **{s.id: slabel for s, _ in fx.scenarios}}
-    )
+    scenarios = [(s, as_of) for s in _items(Scenario, head.scenarios, slabel)]
+    fx.decisions += decisions
+    fx.scenarios += scenarios
+    fx.origins += [(d.id, dlabel) for d in decisions] + [(s.id, slabel) for s, _ in scenarios]
 
 
 def _load_abstention(fx: SuiteFixtures, folder: Path, label: str) -> None:
@@ -253,16 +257,13 @@ def _load_abstention(fx: SuiteFixtures, folder: Path, label: str) -> None:
     probes = _items(Probe, _add(fx, folder / "probes.json", plabel), plabel)
     fx.facts += facts
     fx.probes += probes
-    fx.__dict__.setdefault("_labels", {}).update(
-        {**{f.id: flabel for f in facts}, **{p.id: plabel for p in probes}}
-    )
+    fx.origins += [(f.id, flabel) for f in facts] + [(p.id, plabel) for p in probes]
 
 
 def _load_push(fx: SuiteFixtures, folder: Path, label: str) -> None:
     conv_dir = folder / "conversations"
     if not conv_dir.is_dir():
         raise GateError(f"{label}/conversations: folder not found")
-    labels = fx.__dict__.setdefault("_labels", {})
     for path in sorted(conv_dir.glob("*.json")):
         clabel = f"{label}/conversations/{path.name}"
         raw = _add(fx, path, clabel)
@@ -273,16 +274,15 @@ def _load_push(fx: SuiteFixtures, folder: Path, label: str) -> None:
         except ValidationError as exc:
             raise GateError(validation_message(clabel, exc)) from exc
         fx.conversations.append(conv)
-        labels[conv.id] = clabel
+        fx.origins.append((conv.id, clabel))
 
 
 def _label(fx: SuiteFixtures, ident: str) -> str:
-    return fx.__dict__.get("_labels", {}).get(ident, f"fixtures/{fx.suite}")
+    return fx.label(ident)
 
 
 def _validate_veto(fx: SuiteFixtures, include_holdout: bool) -> None:
-    _unique([*((d.id, _label(fx, d.id)) for d in fx.decisions),
-             *((s.id, _label(fx, s.id)) for s, _ in fx.scenarios)], "veto item")
+    _unique(fx.origins, "veto item")
     decisions = {d.id: d for d in fx.decisions}
     for scenario, as_of in fx.scenarios:
         where = f"{_label(fx, scenario.id)}: scenario {scenario.id}"
@@ -306,8 +306,7 @@ def _validate_veto(fx: SuiteFixtures, include_holdout: bool) -> None:
 
 
 def _validate_abstention(fx: SuiteFixtures, include_holdout: bool) -> None:
-    _unique([*((f.id, _label(fx, f.id)) for f in fx.facts),
-             *((p.id, _label(fx, p.id)) for p in fx.probes)], "abstention item")
+    _unique(fx.origins, "abstention item")
     facts = {f.id: f for f in fx.facts}
     for probe in fx.probes:
         gold = facts.get(probe.gold_fact_id) if probe.gold_fact_id is not None else None
@@ -325,7 +324,7 @@ def _validate_abstention(fx: SuiteFixtures, include_holdout: bool) -> None:
 
 
 def _validate_push(fx: SuiteFixtures, include_holdout: bool) -> None:
-    _unique(((c.id, _label(fx, c.id)) for c in fx.conversations), "conversation")
+    _unique(fx.origins, "conversation")
     _unique(((f"{c.id}.{t.id}", _label(fx, c.id)) for c in fx.conversations for t in c.turns),
             "push item (conversation.turn)")
     for conv in fx.conversations:
