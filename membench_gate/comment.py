@@ -187,12 +187,16 @@ def comment(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> i
 
 
 def _body(args: argparse.Namespace) -> str:
-    if args.verdict is not None:
+    """Rendered from data when the results are given; else the ``--report`` Markdown as it is;
+    else the verdict alone (a check that could not run)."""
+    if args.verdict is not None and (args.results is not None or args.report is None):
         results = parse_results(read_file(args.results), str(args.results)) \
             if args.results is not None else None
         base = parse_baseline(read_file(args.base), str(args.base)) if args.base else None
         return body_from_data(read_verdict(args.verdict), results, base)
     if args.report is not None:
+        if args.verdict is not None:
+            read_verdict(args.verdict)  # validated, so a broken file is an error, not ignored
         text = read_file(args.report).decode("utf-8", "replace")
         if len(text.encode("utf-8")) <= COMMENT_LIMIT:
             return text

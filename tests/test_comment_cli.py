@@ -188,3 +188,15 @@ def test_from_artifact_rejects_a_forged_base(fake: FakeGitHub, tmp_path: Path, f
                        event={"workflow_run": {"head_sha": HEAD_SHA}}, event_name="workflow_run")
     assert done.returncode == 4 and f"base.{field}" in done.stderr
     assert fake.comments_on(5) == []
+
+
+def test_report_and_verdict_post_the_report(fake: FakeGitHub, tmp_path: Path) -> None:
+    """DESIGN's form, ``comment --report report.md --verdict verdict.json``."""
+    art = write_artifact(tmp_path / "a", ["scn-1"])
+    report = tmp_path / "report.md"
+    report.write_text("## membench-gate: ❌ REGRESSION\n\nthe full scoreboard\n")
+    done = run_comment(fake, tmp_path, "--report", str(report), "--verdict",
+                       str(art / "verdict.json"))
+    assert done.returncode == 0, done.stderr
+    [posted] = fake.comments_on(5)
+    assert "the full scoreboard" in posted["body"]
