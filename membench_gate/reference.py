@@ -13,7 +13,8 @@ Nothing here is special-cased by the suites: it is just another adapter.
   misspellings and surname-only mentions; at most ``k`` ids; entities mentioned in earlier turns
   are suppressed.
 
-Ranking a query is one matrix–vector product over the stored matrix.
+Ranking a query is one matrix–vector product over the stored matrix (the columns of the query's
+non-zero buckets: the product is the same, the rest of the matrix is zeros times zeros).
 """
 
 from __future__ import annotations
@@ -83,13 +84,18 @@ class HashEmbedder:
         return vec / norm if norm > 0 else vec
 
     def embed_many(self, texts: Sequence[str]) -> np.ndarray:
-        matrix = np.zeros((len(texts), self.dims), dtype=np.float64)
+        """One row per text, column-major (ranking reads a query's columns)."""
+        rows: list[int] = []
+        cols: list[int] = []
         for row, text in enumerate(texts):
             for token in tokenize(text):
-                first, second = self.buckets(token)
-                matrix[row, first] += 1.0
-                matrix[row, second] += 0.5
-        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+                rows += (row, row)
+                cols += self.buckets(token)
+        matrix = np.zeros((len(texts), self.dims), dtype=np.float64, order="F")
+        # 1.0 and 0.5 add exactly in any order: the matrix is the same on every machine.
+        weights = np.tile([1.0, 0.5], len(rows) // 2)
+        np.add.at(matrix, (np.array(rows, dtype=np.intp), np.array(cols, dtype=np.intp)), weights)
+        norms = np.sqrt(np.einsum("ij,ij->i", matrix, matrix))[:, None]
         np.divide(matrix, norms, out=matrix, where=norms > 0)
         return matrix
 
@@ -134,7 +140,10 @@ class ReferenceMemory:
             return
         start = len(self._records)
         self._records.extend(records)
-        self._matrix = np.vstack([self._matrix, self.embedder.embed_many([r.text for r in records])])
+        # Column-major: a query touches only the buckets of its own tokens, so ranking reads those
+        # columns of the stored matrix and nothing else.
+        added = self.embedder.embed_many([r.text for r in records])
+        self._matrix = added if start == 0 else np.asfortranarray(np.vstack([self._matrix, added]))
         self._ids = np.concatenate([self._ids, np.array([r.id for r in records], dtype=object)])
         self._sources = np.concatenate(
             [self._sources, np.array([r.source for r in records], dtype=object)]
@@ -156,7 +165,9 @@ class ReferenceMemory:
 
     def scores(self, query: Query) -> tuple[np.ndarray, np.ndarray]:
         """Composite scores and cosines of every stored record for ``query`` (-inf: excluded)."""
-        cosine = self._matrix @ self.embedder.embed(query.text)
+        vector = self.embedder.embed(query.text)
+        buckets = np.flatnonzero(vector)
+        cosine = self._matrix[:, buckets] @ vector[buckets]
         composite = WEIGHTS["cosine"] * cosine + self._static
         files = set(query.files)
         if files:
