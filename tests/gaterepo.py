@@ -12,7 +12,7 @@ import os
 import re
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -136,9 +136,15 @@ def bless(repo: Path) -> None:
     commit(repo, "bless baseline", {})
 
 
-def blessed_origin(root: Path, files: Mapping[str, str] | None = None) -> tuple[Path, str]:
-    """A bare origin whose main has the config, ``files`` and a blessed baseline: (origin, sha)."""
+def blessed_origin(root: Path, files: Mapping[str, str] | None = None,
+                   setup: Callable[[Path], None] | None = None) -> tuple[Path, str]:
+    """A bare origin whose main has the config, ``files`` and a blessed baseline: (origin, sha).
+
+    ``setup`` may add more to the seed work tree before the first commit.
+    """
     seed = init(root / "seed")
+    if setup is not None:
+        setup(seed)
     commit(seed, "memory repo", {"membench.toml": config_text(), "README.md": "memory\n",
                                  **(files or {})})
     bless(seed)

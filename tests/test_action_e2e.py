@@ -33,12 +33,12 @@ from gaterepo import (
     REPOSITORY,
     Checkout,
     action_spec,
-    bless,
+    blessed_origin,
     clean_env,
     config_text,
     push_pr,
 )
-from gitrepos import clone, commit, git, init
+from gitrepos import clone, git
 
 TOKEN = "ghs_e2eFAKEtoken0123456789abcdefACTrun"
 ACTION_DIR = "membench-gate-action"
@@ -137,8 +137,13 @@ def act(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def origin(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     """A bare origin whose main holds the gate config, a blessed baseline, the workflow and the
     vendored action."""
-    root = tmp_path_factory.mktemp("e2e-origin")
-    seed = init(root / "seed")
+    return blessed_origin(tmp_path_factory.mktemp("e2e-origin"),
+                          {"noisy.py": NOISY_ADAPTER, ".github/workflows/gate.yml": WORKFLOW},
+                          setup=_vendor_action)
+
+
+def _vendor_action(seed: Path) -> None:
+    """Copy the action (action.yml, package, data) into the repo, as a local ``uses: ./…``."""
     vendored = seed / ACTION_DIR
     vendored.mkdir()
     for name in ACTION_FILES:
@@ -147,16 +152,6 @@ def origin(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     for name in ACTION_TREES:
         shutil.copytree(PROJECT / name, vendored / name,
                         ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    commit(seed, "memory repo with the gate", {
-        "membench.toml": config_text(),
-        "README.md": "memory\n",
-        "noisy.py": NOISY_ADAPTER,
-        ".github/workflows/gate.yml": WORKFLOW,
-    })
-    bless(seed)
-    bare = root / "origin.git"
-    git(root, "clone", "-q", "--bare", str(seed), str(bare))
-    return bare, git(seed, "rev-parse", "HEAD")
 
 
 # -- the fake API in its own process ----------------------------------------------------------
