@@ -148,7 +148,7 @@ def _floors(actual: Baseline, floors: Iterable[Floor]) -> list[Breach]:
     return list(found.values())
 
 
-def _compare(base: Baseline, actual: Baseline, same_hash: bool) -> _Comparison:
+def _compare_cells(base: Baseline, actual: Baseline, same_hash: bool) -> _Comparison:
     """Rules 5 and 7: every base cell against this run."""
     out = _Comparison()
     for cell_name, before in sorted(base.cells.items()):
@@ -244,41 +244,47 @@ def decide(
         return _finish("inconclusive", mode, notes=reasons)
 
     hard = _invariants(actual, base) + _floors(actual, floors)
-    notes: list[str] = []
     if allow_regression is not None and ci:
         return _finish("error", None, breaches=hard, notes=[
             "--allow-regression is local only and is refused when CI or GITHUB_ACTIONS is set"])
 
-    # Compared as canonical content, so a reformatted file is only worth a note (after the reasons).
-    finish = _with_note(
-        "the committed baseline is not in canonical form (reformatted or edited by hand?); "
-        "membench-gate bless rewrites it") if committed is not None and not committed_canonical \
-        else _finish
+    verdict = _compare(base, committed, actual, hard, allow_regression)
+    if committed is not None and not committed_canonical:
+        # Compared as canonical content, so a reformatted file is only worth a note.
+        verdict.notes.append("the committed baseline is not in canonical form (reformatted or "
+                             "edited by hand?); membench-gate bless rewrites it")
+    return verdict
+
+
+def _compare(base: Baseline | None, committed: Baseline | None, actual: Baseline,
+             hard: list[Breach], allow_regression: str | None) -> Verdict:
+    """Rules 5–11 once invariants and floors are known (rules 1–2 still decide precedence)."""
+    notes: list[str] = []
     if base is None:
         mode = "bootstrap"
         if committed is not None and committed.comparable() == actual.comparable():
             notes.append("baseline introduced: no baseline at the base commit")
-            return finish("regression" if hard else "pass", mode, breaches=hard, notes=notes)
+            return _finish("regression" if hard else "pass", mode, breaches=hard, notes=notes)
         notes.append("no baseline at the base commit and the committed baseline does not match "
                      "this run: run membench-gate bless and commit the baseline"
                      if committed is not None else
                      "no baseline at the base commit and none in the working tree: run "
                      "membench-gate bless and commit the baseline")
-        return finish("regression" if hard else "bless-required", mode, breaches=hard,
+        return _finish("regression" if hard else "bless-required", mode, breaches=hard,
                        notes=notes)
 
     same_hash = base.fixtures_hash == actual.fixtures_hash
     mode = "same-hash" if same_hash else "corpus-bless"
-    comparison = _compare(base, actual, same_hash)
+    comparison = _compare_cells(base, actual, same_hash)
     notes += comparison.notes
     bless_required = None
+    matches_run = committed is not None and committed.comparable() == actual.comparable()
     if committed is None:
         bless_required = "the baseline exists at the base commit but was deleted in the working tree"
     elif same_hash:
-        if committed.comparable() != base.comparable() and \
-                committed.comparable() != actual.comparable():
+        if not matches_run and committed.comparable() != base.comparable():
             bless_required = "committed baseline does not match this run"
-    elif committed.comparable() != actual.comparable():
+    elif not matches_run:
         bless_required = ("the fixtures or suite options changed (fixtures_hash differs from the "
                           "base) and the committed baseline does not match this run")
 
@@ -300,18 +306,18 @@ def decide(
         "blessed": blessed and not hard and not bless_required,
     }
     if hard:
-        return finish("regression", mode, notes=notes, **common)
+        return _finish("regression", mode, notes=notes, **common)
     if bless_required:
-        return finish("bless-required", mode, notes=[bless_required, *notes], **common)
+        return _finish("bless-required", mode, notes=[bless_required, *notes], **common)
     if soft and not blessed:
         if allow_regression is not None:
             notes.append(f"regression allowed locally: {allow_regression}")
-            return finish("pass", mode, notes=notes, allowed_regression=allow_regression,
+            return _finish("pass", mode, notes=notes, allowed_regression=allow_regression,
                            **common)
-        return finish("regression", mode, notes=notes, **common)
+        return _finish("regression", mode, notes=notes, **common)
     if blessed:
         notes.append("breaches blessed by the committed justification")
-    return finish("pass", mode, notes=notes, **common)
+    return _finish("pass", mode, notes=notes, **common)
 
 
 def _judge_justification(committed: Baseline, base: Baseline,
@@ -337,14 +343,6 @@ def _judge_justification(committed: Baseline, base: Baseline,
 
 def _finish(verdict: VerdictName, mode: Mode | None, **fields: Any) -> Verdict:
     return Verdict(verdict=verdict, exit_code=EXIT_CODES[verdict], mode=mode, **fields)
-
-
-def _with_note(note: str) -> Any:
-    """A ``_finish`` that appends ``note`` after the verdict's own notes."""
-    def finish(verdict: VerdictName, mode: Mode | None, **fields: Any) -> Verdict:
-        fields["notes"] = [*fields.get("notes", []), note]
-        return _finish(verdict, mode, **fields)
-    return finish
 
 
 def breach_keys(verdict: Verdict, kinds: Iterable[str] | None = None) -> list[str]:
