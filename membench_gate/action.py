@@ -32,7 +32,7 @@ from membench_gate.report import SUMMARY_LIMIT
 _TRUE = {"true", "1", "yes", "on"}
 # Not for the child, which runs the PR's adapter code: the token, and the runner's file commands
 # (stop-commands covers printed commands, not these files).
-_SECRETS = ("GITHUB_TOKEN", "INPUT_GITHUB-TOKEN", "INPUT_GITHUB_TOKEN", "ACTIONS_RUNTIME_TOKEN",
+_WITHHELD = ("GITHUB_TOKEN", "INPUT_GITHUB-TOKEN", "INPUT_GITHUB_TOKEN", "ACTIONS_RUNTIME_TOKEN",
             "ACTIONS_ID_TOKEN_REQUEST_TOKEN", "GITHUB_ENV", "GITHUB_PATH", "GITHUB_OUTPUT",
             "GITHUB_STATE", "GITHUB_STEP_SUMMARY")
 _ANNOTATION_ORDER = ("zero", "floor", "metric", "metric-missing", "cell-missing", "gold-total",
@@ -86,7 +86,7 @@ def _gate(args: list[str], env: Mapping[str, str]) -> int:
     stdout so nothing it prints can arrive after the resume line.
     """
     token = secrets.token_hex(16)
-    child_env = {k: v for k, v in env.items() if k not in _SECRETS}
+    child_env = {k: v for k, v in env.items() if k not in _WITHHELD}
     print(f"::stop-commands::{token}", flush=True)
     try:
         done = subprocess.run([sys.executable, "-m", "membench_gate", *args], env=child_env,

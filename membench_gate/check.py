@@ -120,7 +120,7 @@ def _results(args: argparse.Namespace, config: Config) -> tuple[Results, list[st
                            "version (its fixtures_hash differs from the working tree's)")
         return results, reasons
     results = run(config, tty_progress())
-    if getattr(args, "verify_determinism", False):
+    if args.verify_determinism:
         again = run(config, None)
         first = dumps_results(results.model_copy(update={"receipt": again.receipt}))
         if first != dumps_results(again):

@@ -22,6 +22,7 @@ from membench_gate.fixtures import data_dir
 from membench_gate.gate import HARD_KINDS, Verdict, breach_keys
 from membench_gate.results import Baseline, Results, round4
 from membench_gate.summary import config_flag, next_steps
+from membench_gate.summary import fmt as fmt_number
 
 COMMENT_LIMIT = 60_000
 SUMMARY_LIMIT = 1024 * 1024
@@ -52,10 +53,9 @@ def escape_md(value: Any) -> str:
 
 
 def fmt(value: Any) -> str:
-    if value is None:
-        return "—"
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return str(round4(value))
+    """A number as shown to people, or any other value escaped."""
+    if value is None or (isinstance(value, (int, float)) and not isinstance(value, bool)):
+        return fmt_number(value)
     return escape_md(value)
 
 
