@@ -17,7 +17,6 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from membench_gate.actions_env import (
     MAX_ANNOTATIONS,
@@ -188,33 +187,20 @@ def _summary(paths: dict[str, Path]) -> str:
     text = paths["report.md"].read_text(encoding="utf-8")
     if len(text.encode("utf-8")) <= SUMMARY_LIMIT:
         return text
+    from membench_gate.comment import read_data
     from membench_gate.report import render
 
-    verdict, results, base = _data(paths)
-    return render(verdict, results, base, limit=SUMMARY_LIMIT)
-
-
-def _data(paths: dict[str, Path]) -> tuple[Any, Any, Any]:
-    """The verdict, results (if the run got that far) and base baseline the check wrote."""
-    from membench_gate.comment import read_verdict
-    from membench_gate.results import parse_baseline, parse_results, read_file
-
-    results = parse_results(read_file(paths["results.json"]), "results.json") \
-        if paths["results.json"].exists() else None
-    base = parse_baseline(read_file(paths["base.json"]), "base.json") \
-        if paths["base.json"].exists() else None
-    return read_verdict(paths["verdict.json"]), results, base
+    return render(*read_data(paths["verdict.json"].parent), limit=SUMMARY_LIMIT)
 
 
 def _comment(paths: dict[str, Path], inputs: Inputs, env: Mapping[str, str]) -> str:
-    from membench_gate.comment import body_from_data, post, target_from_env
+    from membench_gate.comment import body_from_data, post, read_data, target_from_env
 
     pr = pull_request_number(env)
     if pr is None:
         print("comment: not a pull request run; nothing posted")
         return ""
-    verdict, results, base = _data(paths)
-    body = body_from_data(verdict, results, base)
+    body = body_from_data(*read_data(paths["verdict.json"].parent))
     url, warning = post(body, pr, inputs.comment_key, inputs.comment, target_from_env(env))
     if warning:
         print(annotation("warning", warning, "membench-gate comment"), flush=True)

@@ -2,9 +2,10 @@
 ``workflow_run`` mode.
 
 In ``--from-artifact`` mode nothing the PR produced is trusted as text: the artifact's files are
-validated with the pydantic models, ids must look like ids, the PR is found through the API from the
-triggering run's head sha (and must still have that head), free text (the justification, notes,
-breach details) is dropped or re-derived, and the Markdown is rendered again from data.
+validated with the pydantic models, ids are escaped (control characters refused), the PR is found
+from the triggering run (its ``pull_requests``, or through the API by head sha and head repository),
+free text (the justification, notes, breach details) is dropped or re-derived, and the Markdown is
+rendered again from data.
 
 A failure to comment is a warning and never changes an exit code.
 """
@@ -100,13 +101,20 @@ def _scrubbed(verdict: Verdict) -> Verdict:
     })
 
 
-def load_artifact(folder: Path) -> tuple[Verdict, Results, Baseline | None]:
-    """Validate the fork-safe artifact: results.json, verdict.json and (optional) base.json."""
+def read_data(folder: Path) -> tuple[Verdict, Results | None, Baseline | None]:
+    """results.json, verdict.json and base.json as ``check --out/--json/--base-out`` write them,
+    validated. The results may be missing only when the check could not compare."""
     results_path, verdict_path, base_path = (folder / name for name in ARTIFACT_FILES)
     verdict = read_verdict(verdict_path)
     results = parse_results(read_file(results_path), str(results_path)) \
         if results_path.exists() or verdict.verdict not in ("error", "inconclusive") else None
     base = parse_baseline(read_file(base_path), str(base_path)) if base_path.exists() else None
+    return verdict, results, base
+
+
+def load_artifact(folder: Path) -> tuple[Verdict, Results | None, Baseline | None]:
+    """The fork-safe artifact: validated data, free text dropped (see the module docstring)."""
+    verdict, results, base = read_data(folder)
     if results is not None:
         _check_ids(verdict, results, str(folder))
     return _scrubbed(verdict), results, base
