@@ -7,7 +7,7 @@ turn a check off.
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -67,10 +67,10 @@ class Config:
                 f"--suite {unknown[0]}: not enabled in {self.path.name} "
                 f"(enabled: {', '.join(self.suites) or 'none'})"
             )
-        return _replace(self, suites={n: self.suites[n] for n in sorted(set(names))})
+        return replace(self, suites={n: self.suites[n] for n in sorted(set(names))})
 
     def with_holdout(self, include: bool) -> Config:
-        return _replace(self, include_holdout=self.include_holdout or include)
+        return replace(self, include_holdout=self.include_holdout or include)
 
     def record(self) -> dict[str, Any]:
         """What results and baselines record: the measurement plus the adapter, for information."""
@@ -79,12 +79,6 @@ class Config:
             "include_holdout": self.include_holdout,
             "adapter": {"python": self.adapter, "options": self.adapter_options},
         }
-
-
-def _replace(config: Config, **changes: Any) -> Config:
-    values = {name: getattr(config, name) for name in Config.__dataclass_fields__}
-    values.update(changes)
-    return Config(**values)
 
 
 def _suggest(key: str, choices: tuple[str, ...] | list[str]) -> str:
