@@ -59,10 +59,35 @@ class Query:
 
 @dataclass(frozen=True)
 class Hit:
-    """A ranked result: the id of a stored record and the system's score for it."""
+    """A ranked result: the id of a stored record and the system's score for it.
+
+    ``text``, ``entity`` and ``provenance`` (``{source, session, turn}``) are optional; the
+    writeback suite reads them, since there the memory wrote its records itself.
+    """
 
     id: str
     score: float
+    text: str | None = None
+    entity: str | None = None
+    provenance: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One utterance of a conversation: who said what."""
+
+    id: str
+    speaker: str
+    text: str
+
+
+@dataclass(frozen=True)
+class Session:
+    """A conversation handed to the memory's own write path (``write(session)``)."""
+
+    id: str
+    source: str
+    turns: tuple[Turn, ...]
 
 
 @dataclass(frozen=True)
@@ -86,6 +111,11 @@ class MemoryAdapter(Protocol):
     def ingest(self, records: Sequence[Record]) -> None: ...
 
     def search(self, query: Query) -> Answer: ...
+
+
+def capabilities(adapter: Any) -> dict[str, bool]:
+    """The optional verbs an adapter implements (``push``, ``write``)."""
+    return {verb: callable(getattr(adapter, verb, None)) for verb in ("push", "write")}
 
 
 def default_push(answer: Answer, k: int) -> list[str]:
@@ -180,6 +210,7 @@ class AdapterSession:
         self.adapter = adapter
         self.suite = suite
         self.timeout = timeout
+        self.capabilities = capabilities(adapter)
 
     def _fail(self, verb: str, item: str | None, why: str) -> GateError:
         where = f"suite {self.suite}" + (f", item {item}" if item else "")
@@ -221,8 +252,29 @@ class AdapterSession:
                 raise self._fail("search", item, f"returned a hit that is not Hit(id, score): {hit!r}")
             if not math.isfinite(score):
                 raise self._fail("search", item, f"returned a non-finite score for {hit_id!r}")
-            checked.append(Hit(hit_id, float(score)))
+            checked.append(Hit(hit_id, float(score), *self._written(hit, item)))
         return Answer(checked, abstain)
+
+    def _written(self, hit: Any, item: str) -> tuple[str | None, str | None, dict[str, Any] | None]:
+        """The optional ``text``, ``entity`` and ``provenance`` of a hit, type-checked."""
+        text, entity = getattr(hit, "text", None), getattr(hit, "entity", None)
+        provenance = getattr(hit, "provenance", None)
+        for name, value in (("text", text), ("entity", entity)):
+            if value is not None and not isinstance(value, str):
+                raise self._fail("search", item, f"returned a hit whose {name} is not a string")
+        if provenance is not None:
+            if not isinstance(provenance, Mapping):
+                raise self._fail("search", item, "returned a hit whose provenance is not "
+                                                 "{source, session, turn}")
+            provenance = dict(provenance)
+        return text, entity, provenance
+
+    def write(self, session: Session, item: str | None = None) -> None:
+        """Hand a conversation to the memory's own write path (only with ``capabilities.write``)."""
+        if not self.capabilities["write"]:
+            raise GateError(f"suite {self.suite} needs an adapter with write(session) "
+                            "(capabilities.write); this adapter has none")
+        self._call("write", item, session)
 
     def push(self, query: Query, item: str) -> list[str]:
         if not callable(getattr(self.adapter, "push", None)):

@@ -30,6 +30,7 @@ SUITE_OPTIONS: dict[str, dict[str, Any]] = {
     "veto": {"fixtures": ["builtin"], "k": 5},
     "abstention": {"fixtures": ["builtin"], "k": 5, "lambdas": [1, 2, 5, 10], "shuffle_seed": 7},
     "push": {"fixtures": ["builtin"], "budget": 3},
+    "writeback": {"fixtures": ["builtin"], "k": 5},
 }
 SUITE_NAMES = tuple(sorted(SUITE_OPTIONS))
 _TOP_KEYS = ("adapter", "suites", "gate", "floors")

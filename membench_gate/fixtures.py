@@ -125,6 +125,72 @@ class Conversation(_Item):
     turns: list[Turn] = Field(min_length=1)
 
 
+class SpokenTurn(_Item):
+    """A turn of a writeback session (who said what)."""
+
+    id: str = Field(min_length=1)
+    speaker: str = Field(min_length=1)
+    text: str = Field(min_length=1)
+
+
+def keyword_in(keyword: str, text: str) -> bool:
+    """Whether ``text`` holds ``keyword`` as whole words, ignoring case and punctuation
+    ("tea" is in "Green tea, please" but not in "the team")."""
+    def words(value: str) -> str:
+        return " ".join("".join(ch if ch.isalnum() else " " for ch in value.casefold()).split())
+
+    return f" {words(keyword)} " in f" {words(text)} "
+
+
+def _keywords(value: list[str]) -> list[str]:
+    if any(not any(ch.isalnum() for ch in k) for k in value):
+        raise ValueError("a keyword has no letters or digits")
+    if len({k.casefold() for k in value}) != len(value):
+        raise ValueError("a keyword is repeated")
+    return value
+
+
+class GoldFact(_Item):
+    """What the write path should keep from a turn: keywords its text holds, about an entity."""
+
+    id: str = Field(min_length=1)
+    keywords: list[str] = Field(min_length=1)
+    entity: str = Field(min_length=1)
+    turn: str = Field(min_length=1)
+
+    _kw = field_validator("keywords")(_keywords)
+
+
+class NonFact(_Item):
+    """A claim said in a turn that must not become a memory (hypothetical, quoted, retracted)."""
+
+    id: str = Field(min_length=1)
+    keywords: list[str] = Field(min_length=1)
+    turn: str = Field(min_length=1)
+    kind: Literal["hypothetical", "quoted", "retracted"]
+
+    _kw = field_validator("keywords")(_keywords)
+
+
+class SessionProbe(_Item):
+    """A question of a later session, answered when a hit's text holds every keyword."""
+
+    id: str = Field(min_length=1)
+    question: str = Field(min_length=1)
+    keywords: list[str] = Field(min_length=1)
+
+    _kw = field_validator("keywords")(_keywords)
+
+
+class WritebackSession(_Item):
+    id: str = Field(min_length=1)
+    source: str = "default"
+    turns: list[SpokenTurn] = Field(min_length=1)
+    gold_facts: list[GoldFact]
+    probes: list[SessionProbe] = Field(default_factory=list)
+    non_facts: list[NonFact] = Field(default_factory=list)
+
+
 @dataclass(frozen=True)
 class FixtureFile:
     """One file of a suite's fixtures: a stable label (for hashing) and its parsed JSON."""
@@ -145,6 +211,7 @@ class SuiteFixtures:
     facts: list[Fact] = field(default_factory=list)
     probes: list[Probe] = field(default_factory=list)
     conversations: list[Conversation] = field(default_factory=list)
+    sessions: list[WritebackSession] = field(default_factory=list)
     digests: dict[str, str] = field(default_factory=dict)  # included gold item id -> digest
     origins: list[tuple[str, str]] = field(default_factory=list)  # (item id, file), load order
 
@@ -212,7 +279,8 @@ def _unique(ids: Iterable[tuple[str, str]], what: str) -> None:
 
 def load_suite(suite: str, entries: list[str], base_dir: Path, include_holdout: bool) -> SuiteFixtures:
     """Load, merge and validate a suite's fixture folders; compute digests of included items."""
-    loader = {"veto": _load_veto, "abstention": _load_abstention, "push": _load_push}[suite]
+    loader = {"veto": _load_veto, "abstention": _load_abstention, "push": _load_push,
+              "writeback": _load_writeback}[suite]
     fixtures = SuiteFixtures(suite=suite, files=[])
     for entry in entries:
         folder, label = _folder(entry, suite, base_dir)
@@ -275,6 +343,23 @@ def _load_push(fx: SuiteFixtures, folder: Path, label: str) -> None:
             raise GateError(validation_message(clabel, exc)) from exc
         fx.conversations.append(conv)
         fx.origins.append((conv.id, clabel))
+
+
+def _load_writeback(fx: SuiteFixtures, folder: Path, label: str) -> None:
+    sessions_dir = folder / "sessions"
+    if not sessions_dir.is_dir():
+        raise GateError(f"{label}/sessions: folder not found")
+    for path in sorted(sessions_dir.glob("*.json")):
+        slabel = f"{label}/sessions/{path.name}"
+        raw = _add(fx, path, slabel)
+        if not isinstance(raw, dict):
+            raise GateError(f"{slabel}: expected a JSON object (one session)")
+        try:
+            session = WritebackSession.model_validate(raw)
+        except ValidationError as exc:
+            raise GateError(validation_message(slabel, exc)) from exc
+        fx.sessions.append(session)
+        fx.origins.append((session.id, slabel))
 
 
 def _label(fx: SuiteFixtures, ident: str) -> str:
@@ -358,7 +443,45 @@ def _validate_push(fx: SuiteFixtures, include_holdout: bool) -> None:
         ]
 
 
-_VALIDATE = {"veto": _validate_veto, "abstention": _validate_abstention, "push": _validate_push}
+def _validate_writeback(fx: SuiteFixtures, include_holdout: bool) -> None:
+    """Turns exist, ids are unique, and a non-fact's keywords occur together in its own turn only
+    (otherwise a memory that kept every other turn word for word would be charged for it)."""
+    _unique(fx.origins, "session")
+    for session in fx.sessions:
+        where = f"{_label(fx, session.id)}: session {session.id}"
+        _unique(((t.id, where) for t in session.turns), "turn")
+        _unique(((i.id, where) for i in (*session.gold_facts, *session.non_facts,
+                                          *session.probes)), "gold fact / non-fact / probe")
+        turns = {t.id: t for t in session.turns}
+        for index, item in enumerate((*session.gold_facts, *session.non_facts)):
+            field_name = "gold_facts" if index < len(session.gold_facts) else "non_facts"
+            if item.turn not in turns:
+                raise GateError(f"{where}: {field_name} {item.id}: turn {item.turn!r} does not exist")
+        for nonfact in session.non_facts:
+            for turn in session.turns:
+                if turn.id != nonfact.turn and all(keyword_in(k, turn.text)
+                                                   for k in nonfact.keywords):
+                    raise GateError(f"{where}: non_facts {nonfact.id}: keywords also occur together "
+                                    f"in turn {turn.id!r}, not only in turn {nonfact.turn!r}")
+        kept = [t for t in session.turns if include_holdout or not t.holdout]
+        held = {t.id for t in session.turns} - {t.id for t in kept}
+        context = {"source": session.source, "session": session.id,
+                   "turns": [t.model_dump() for t in kept]}
+        if include_holdout or not session.holdout:
+            for item in (*session.gold_facts, *session.non_facts, *session.probes):
+                if not include_holdout and (item.holdout or getattr(item, "turn", None) in held):
+                    continue
+                fx.digests[f"{session.id}.{item.id}"] = digest({**context,
+                                                                 "item": item.model_dump()})
+    if not include_holdout:
+        fx.sessions = [
+            s.model_copy(update={"turns": [t for t in s.turns if not t.holdout]})
+            for s in fx.sessions if not s.holdout
+        ]
+
+
+_VALIDATE = {"veto": _validate_veto, "abstention": _validate_abstention, "push": _validate_push,
+             "writeback": _validate_writeback}
 
 
 def fixtures_hash(include_holdout: bool,

@@ -37,6 +37,7 @@ CONDITIONS: dict[str, tuple[str, ...]] = {
     "veto": ("files_known", "files_unknown"),
     "abstention": ("default", "control_floor_off", "control_shuffled"),
     "push": ("default",),
+    "writeback": ("fidelity", "continuity"),
 }
 CELLS = tuple(f"{suite}/{cond}" for suite, conds in CONDITIONS.items() for cond in conds)
 
@@ -94,6 +95,26 @@ REGISTRY: dict[str, Metric] = {
         ),
         Metric("avg_injected_tokens", "push", "lower", "report",
                "Mean number of whitespace tokens of page text injected per turn."),
+        Metric(
+            "write_back_fidelity", "writeback", "higher", "gated",
+            "Share of gold facts of a conversation that the memory's own write path kept: a hit "
+            "holds every keyword and is about the right entity.",
+        ),
+        Metric(
+            "provenance_accuracy", "writeback", "higher", "gated",
+            "Share of kept facts whose hit says where it came from: the conversation's source, "
+            "session and turn.",
+        ),
+        Metric(
+            "non_fact_leak_rate", "writeback", "lower", "gated",
+            "Share of hypotheticals, quoted claims and retracted statements that the write path "
+            "stored anyway: a hit holds every keyword of the claim.",
+        ),
+        Metric(
+            "continuity_rate", "writeback", "higher", "gated",
+            "Share of a later session's questions answered by what was written: a hit holds every "
+            "keyword of the answer.",
+        ),
     )
 }
 

@@ -11,6 +11,9 @@ as a user's memory system does (``adapter.python = "adapters_for_tests:Oracle"``
   hits are returned even when abstaining); it has no ``push``.
 - :class:`Exploding` is the reference memory, except that ``search``/``push`` raise on a trigger word.
 - :class:`WrongShape` returns a dict from ``search``; :func:`broken_factory` cannot be built.
+- :class:`Verbatim` writes every turn word for word, about its speaker, with its provenance: the
+  memory that keeps everything, hypotheticals and retracted claims included.
+- :class:`TextlessWriter` writes like the reference memory but returns hits without ``text``.
 """
 
 from __future__ import annotations
@@ -20,8 +23,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from membench_gate import Answer, Hit, Query, Record
-from membench_gate.reference import ReferenceMemory
+from membench_gate import Answer, Hit, Query, Record, Session
+from membench_gate.reference import ReferenceMemory, normalize_text
 
 
 def _read(path: Path) -> Any:
@@ -155,3 +158,38 @@ class WrongShape(ReferenceMemory):
 def broken_factory(**_options: Any) -> Any:
     """A factory that fails when called (the adapter cannot be built)."""
     raise RuntimeError("missing API key for the vector store")
+
+
+class Verbatim:
+    """Keeps every turn as it was said, attributed to its speaker; ranks by shared words."""
+
+    def __init__(self, **_options: Any) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        self.turns: list[tuple[str, str, str, dict[str, str]]] = []
+
+    def ingest(self, records: Sequence[Record]) -> None:
+        pass
+
+    def write(self, session: Session) -> None:
+        self.sessions_written = getattr(self, "sessions_written", 0) + 1
+        for turn in session.turns:
+            self.turns.append((f"{session.id}/{turn.id}", turn.text, turn.speaker,
+                               {"source": session.source, "session": session.id,
+                                "turn": turn.id}))
+
+    def search(self, query: Query) -> Answer:
+        words = set(normalize_text(query.text).split())
+        scored = sorted(((len(words & set(normalize_text(text).split())), ident, text, who, prov)
+                         for ident, text, who, prov in self.turns), key=lambda t: (-t[0], t[1]))
+        return Answer(hits=[Hit(ident, float(score), text=text, entity=who, provenance=prov)
+                            for score, ident, text, who, prov in scored[:query.k]])
+
+
+class TextlessWriter(ReferenceMemory):
+    """The reference write path, but hits come back without their text."""
+
+    def search(self, query: Query) -> Answer:
+        answer = super().search(query)
+        return Answer(hits=[Hit(h.id, h.score) for h in answer.hits], abstain=answer.abstain)

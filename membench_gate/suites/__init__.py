@@ -44,6 +44,6 @@ def ratio(part: float, whole: float) -> float:
 
 def registry() -> dict[str, ModuleType]:
     """Suite name -> module (imported on demand)."""
-    from membench_gate.suites import abstention, push, veto
+    from membench_gate.suites import abstention, push, veto, writeback
 
-    return {"abstention": abstention, "push": push, "veto": veto}
+    return {"abstention": abstention, "push": push, "veto": veto, "writeback": writeback}

@@ -1,0 +1,159 @@
+"""writeback: what the memory's own write path keeps from a conversation.
+
+For each session the store is reset and the whole conversation handed to ``write(session)``; the
+suite then reads back what was written, through ``search`` alone (§5a):
+
+- ``writeback/fidelity``: per gold fact, ``search(Query(" ".join(keywords), k, source))``. The fact
+  *survives* when a hit's ``text`` holds every keyword and its ``entity`` is the fact's entity; its
+  provenance is right when the best surviving hit carries ``{source, session, turn}`` of the fact.
+  A fact item passes when it survives with the right provenance. Each *non-fact* (a hypothetical, a
+  quoted claim, a retracted statement) is asked the same way and *leaks* when any hit's text holds
+  all its keywords; a non-fact item passes when it does not leak.
+- ``writeback/continuity``: with no reset after the write (the hop to a later session), each probe
+  asks ``search(Query(question, k, source))`` and passes when a hit's text holds every keyword.
+
+The suite reads the hits and ignores ``abstain``: it judges what was written, not when the system
+chooses to answer (the abstention suite judges that).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from membench_gate.adapter import Answer, Hit, Query, Session, Turn
+from membench_gate.errors import GateError
+from membench_gate.fixtures import SuiteFixtures, WritebackSession, keyword_in
+from membench_gate.suites import Progress, SuiteRun, ratio
+
+SCORER_VERSION = 1
+_SHOWN = 200  # characters of a hit's text kept in the per-item detail
+
+
+def same_entity(a: str | None, b: str | None) -> bool:
+    """Entities compare case-insensitively with whitespace collapsed ("Priya  shah" = "priya Shah")."""
+    if a is None or b is None:
+        return False
+    return " ".join(a.casefold().split()) == " ".join(b.casefold().split())
+
+
+def _holds(hit: Hit, keywords: list[str]) -> bool:
+    return hit.text is not None and all(keyword_in(k, hit.text) for k in keywords)
+
+
+def _shown(hit: Hit | None, rank: int | None = None) -> dict[str, Any] | None:
+    if hit is None:
+        return None
+    text = hit.text or ""
+    return {"id": hit.id, "rank": rank, "score": hit.score,
+            "text": text if len(text) <= _SHOWN else text[:_SHOWN] + "…",
+            "entity": hit.entity, "provenance": hit.provenance}
+
+
+def _checked(answer: Answer, item: str) -> list[Hit]:
+    """The hits, each of which must carry the text the memory wrote."""
+    for hit in answer.hits:
+        if hit.text is None:
+            raise GateError(f"adapter search() failed in suite writeback, item {item}: hit "
+                            f"{hit.id!r} has no text (the writeback suite reads what was written)")
+    return list(answer.hits)
+
+
+def _as_session(s: WritebackSession) -> Session:
+    return Session(id=s.id, source=s.source,
+                   turns=tuple(Turn(t.id, t.speaker, t.text) for t in s.turns))
+
+
+def run(fx: SuiteFixtures, session: Any, options: dict[str, Any],
+        progress: Progress | None = None) -> SuiteRun:
+    if not session.capabilities.get("write"):
+        raise GateError("suite writeback: the adapter does not implement write(session) "
+                        "(capabilities.write is false); implement it or remove [suites.writeback]")
+    k = int(options["k"])
+    total = sum(1 for s in fx.sessions
+                for i in (*s.gold_facts, *s.non_facts, *s.probes) if f"{s.id}.{i.id}" in fx.digests)
+    done = 0
+    fidelity: dict[str, dict[str, Any]] = {}
+    continuity: dict[str, dict[str, Any]] = {}
+    facts = survived = provenance_ok = non_facts = leaked = 0
+
+    def tick() -> None:
+        nonlocal done
+        done += 1
+        if progress:
+            progress("writeback", done, total)
+
+    for s in fx.sessions:
+        session.reset(s.id)
+        session.write(_as_session(s), s.id)
+        for fact in s.gold_facts:
+            item = f"{s.id}.{fact.id}"
+            if item not in fx.digests:
+                continue
+            hits = _checked(session.search(
+                Query(text=" ".join(fact.keywords), k=k, source=s.source), item), item)
+            rank = next((r for r, h in enumerate(hits, 1)
+                         if _holds(h, fact.keywords) and same_entity(h.entity, fact.entity)), None)
+            expected = {"source": s.source, "session": s.id, "turn": fact.turn}
+            right = rank is not None and _provenance(hits[rank - 1]) == expected
+            facts += 1
+            survived += rank is not None
+            provenance_ok += right
+            fidelity[item] = {
+                "outcome": "pass" if right else "fail", "kind": "fact",
+                "keywords": fact.keywords, "entity": fact.entity, "provenance": expected,
+                "survived": rank is not None, "provenance_ok": right,
+                "hit": _shown(hits[rank - 1] if rank else (hits[0] if hits else None),
+                              rank or (1 if hits else None)),
+            }
+            tick()
+        for nonfact in s.non_facts:
+            item = f"{s.id}.{nonfact.id}"
+            if item not in fx.digests:
+                continue
+            hits = _checked(session.search(
+                Query(text=" ".join(nonfact.keywords), k=k, source=s.source), item), item)
+            rank = next((r for r, h in enumerate(hits, 1) if _holds(h, nonfact.keywords)), None)
+            non_facts += 1
+            leaked += rank is not None
+            fidelity[item] = {
+                "outcome": "fail" if rank else "pass", "kind": f"non-fact ({nonfact.kind})",
+                "keywords": nonfact.keywords, "turn": nonfact.turn, "leaked": rank is not None,
+                "hit": _shown(hits[rank - 1], rank) if rank else None,
+            }
+            tick()
+        for probe in s.probes:
+            item = f"{s.id}.{probe.id}"
+            if item not in fx.digests:
+                continue
+            hits = _checked(session.search(
+                Query(text=probe.question, k=k, source=s.source), item), item)
+            rank = next((r for r, h in enumerate(hits, 1) if _holds(h, probe.keywords)), None)
+            continuity[item] = {
+                "outcome": "pass" if rank else "fail", "question": probe.question,
+                "keywords": probe.keywords,
+                "hit": _shown(hits[rank - 1] if rank else (hits[0] if hits else None),
+                              rank or (1 if hits else None)),
+            }
+            tick()
+
+    result = SuiteRun()
+    if fidelity:
+        metrics: dict[str, float] = {}
+        if facts:
+            metrics["write_back_fidelity"] = ratio(survived, facts)
+            metrics["provenance_accuracy"] = ratio(provenance_ok, survived)
+        if non_facts:
+            metrics["non_fact_leak_rate"] = ratio(leaked, non_facts)
+        result.add("writeback/fidelity", metrics, fidelity)
+    if continuity:
+        passed = sum(1 for d in continuity.values() if d["outcome"] == "pass")
+        result.add("writeback/continuity", {"continuity_rate": ratio(passed, len(continuity))},
+                   continuity)
+    return result
+
+
+def _provenance(hit: Hit) -> dict[str, Any] | None:
+    """The three fields the suite compares; extra keys a memory keeps are ignored."""
+    if hit.provenance is None:
+        return None
+    return {key: hit.provenance.get(key) for key in ("source", "session", "turn")}
