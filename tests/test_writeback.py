@@ -9,11 +9,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_suites import BUILTIN, TESTS, run_cli
 
 from membench_gate import Query, Session, Turn
 from membench_gate.fixtures import keyword_in
 from membench_gate.reference import ReferenceMemory, extract, sentences
-from tests.test_suites import BUILTIN, TESTS, run_cli
 
 SESSIONS = BUILTIN / "writeback" / "sessions"
 
