@@ -1,666 +1,350 @@
 """What we ask of GitHub: the sticky scoreboard comment and the workflow_run PR lookup.
 
-The comment is found again by a hidden marker *and* the token's own login, so a comment that
-merely quotes our marker (or another key's comment) is never touched. Every call goes through
-PyGithub's requester with PyGithub's own retry switched off: :class:`_Client` owns the only retry
-loop, so a POST that may have landed is never blindly re-sent.
-
-PyGithub is imported inside the functions, so importing this module stays cheap: only the
-commands that talk to GitHub pay for (or need) PyGithub.
+On PyGithub's objects (``PaginatedList`` follows Link headers, ``GithubRetry`` retries reads and edits,
+``graphql_query`` knows GitHub Enterprise Server's GraphQL URL), only what PyGithub does not do: our comment
+has the hidden marker *and* the token's own login and is not minimized; Retry-After is capped; POSTs, never
+re-sent by urllib3, are retried by :meth:`_Session.post`, a comment only after looking whether it landed.
 """
 
 from __future__ import annotations
 
-import email.utils
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import closing, contextmanager
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from http import HTTPStatus
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit
 
 from membench_gate.errors import GateError
 
 if TYPE_CHECKING:
-    from github.Github import Github
+    from github.IssueComment import IssueComment
 
 MARKER_PREFIX = "<!-- membench-gate:v1"
 DEFAULT_API_URL = "https://api.github.com"
-DEFAULT_KEY = "default"
 COMMENT_MODES = ("update", "recreate", "off")
 PER_PAGE = 100
 # Longest wait (seconds) we take from Retry-After or backoff: a CI job should not stall longer.
 RETRY_AFTER_CAP = 60.0
 
-_TIMEOUT = 30
-_MAX_PAGES = 1000
 _MAX_MESSAGE = 300
-_USER_AGENT = "membench-gate"
 _KEY_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 _ANY_MARKER = re.compile(r"<!--\s*membench-gate:v1\b.*?-->", re.DOTALL)
-_LINK = re.compile(r'<([^>]*)>\s*;\s*rel="?([^";]*)"?')
 _FULL_SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 _REPOSITORY = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
 _VIEWER_QUERY = "query { viewer { login } }"
 _MINIMIZED_QUERY = "query($id: ID!) { node(id: $id) { ... on IssueComment { isMinimized } } }"
+T = TypeVar("T")
+_sleep = time.sleep  # one indirection, so tests can observe waits without slowing down
 
 
 def marker(key: str) -> str:
-    """The hidden HTML comment that identifies our comment for ``key`` (``comment-key``).
-
-    The key is reduced to ``[A-Za-z0-9._-]`` (anything else becomes ``-``) so it can neither end
-    the HTML comment early nor differ between runs by whitespace; an empty key is ``default``.
-    """
+    """The hidden HTML comment that identifies our comment for ``key`` (``comment-key``): reduced to
+    ``[A-Za-z0-9._-]``, so it can neither end the comment early nor differ by whitespace."""
     cleaned = _KEY_UNSAFE.sub("-", (key or "").strip())[:100]
-    if not cleaned.strip("-"):
-        cleaned = DEFAULT_KEY
-    return f"{MARKER_PREFIX} key={cleaned} -->"
-
-
-def default_graphql_url(api_url: str) -> str:
-    """GitHub's GraphQL endpoint for a REST ``api_url`` (``…/api/v3`` → ``…/api/graphql``)."""
-    base = api_url.rstrip("/")
-    if base.endswith("/v3"):
-        return base[: -len("/v3")] + "/graphql"
-    return base + "/graphql"
+    return f"{MARKER_PREFIX} key={cleaned if cleaned.strip('-') else 'default'} -->"
 
 
 @dataclass(frozen=True)
 class CommentOutcome:
-    """What happened to the sticky comment. Never an exception: commenting is best effort.
-
-    ``action`` is one of ``created``, ``updated``, ``unchanged``, ``recreated``, ``skipped``,
-    ``failed``; ``url`` is the comment's ``html_url`` when known; ``warning`` is one line for
-    the job log (set on failure, and on success when a side step such as deleting an old
-    comment failed).
-    """
+    """What happened to the sticky comment: ``action`` (created, updated, unchanged, recreated, skipped,
+    failed), its ``url``, and a one-line ``warning`` (a failure, or an old comment left undeleted)."""
 
     action: str
     url: str | None = None
     warning: str | None = None
 
 
-def post_sticky_comment(
-    *,
-    body: str,
-    key: str,
-    mode: str,
-    token: str,
-    repository: str,
-    pr_number: int,
-    api_url: str = DEFAULT_API_URL,
-    graphql_url: str | None = None,
-    retries: int = 3,
-    backoff: float = 1.0,
-) -> CommentOutcome:
-    """Create, update or recreate our one comment on PR ``pr_number`` of ``repository``.
-
-    ``mode`` ``update`` edits our existing comment in place (nothing is sent when its body is
-    already identical), ``recreate`` posts a new one and deletes the old, ``off`` does nothing.
-    ``body`` must not contain the marker; it is added here. Any failure — a fork PR's read-only
-    token, an outage, bad input — comes back as ``action="failed"`` with a one-line warning and
-    never as an exception, so a comment can never change the gate's verdict.
-    """
-    normalized_mode = (mode or "").strip().lower()
-    if normalized_mode == "off":
+def post_sticky_comment(*, body: str, key: str, mode: str, token: str, repository: str, pr_number: int,
+                        api_url: str = DEFAULT_API_URL, retries: int = 3,
+                        backoff: float = 1.0) -> CommentOutcome:
+    """Create, update (in place; not at all when identical) or recreate (post, then delete the old) our one
+    comment on PR ``pr_number``. Every failure — a fork PR's read-only token, an outage, bad input — is a
+    ``failed`` outcome with a warning, never an exception: a comment never changes the verdict."""
+    mode = (mode or "").strip().lower()
+    if mode == "off":
         return CommentOutcome("skipped")
     where = f"could not comment on PR #{pr_number}"
+    problem = _bad_input(token, repository, api_url)
+    if mode not in COMMENT_MODES:
+        problem = f"unknown comment mode {mode!r} (expected update, recreate or off)"
+    elif not isinstance(pr_number, int) or isinstance(pr_number, bool) or pr_number <= 0:
+        problem = problem or f"invalid pull request number {pr_number!r}"
+    if problem:
+        return CommentOutcome("failed", warning=_one_line(f"{where}: {problem}", token))
     try:
-        number = _pr_number(pr_number)
-        problem = _check_inputs(token, repository, api_url, graphql_url)
-        if normalized_mode not in COMMENT_MODES:
-            problem = f"unknown comment mode {mode!r} (expected update, recreate or off)"
-        elif number is None:
-            problem = f"invalid pull request number {pr_number!r}"
-        if problem or number is None:
-            return CommentOutcome("failed", warning=_one_line(f"{where}: {problem}", token))
-        client = _Client(
-            token=token,
-            api_url=api_url,
-            graphql_url=graphql_url,
-            retries=retries,
-            backoff=backoff,
-        )
-        try:
-            sticky = _StickyComment(client, repository, number, key)
-            return sticky.post(body, normalized_mode, where, token)
-        finally:
-            client.close()
-    except _ApiError as exc:
-        return CommentOutcome("failed", warning=_one_line(f"{where}: {exc}", token))
+        with closing(_Session(token, api_url, retries, backoff)) as session:
+            done = _StickyComment(session, repository, pr_number, key).post(body, mode)
     except Exception as exc:  # a comment must never change the verdict
-        detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-        return CommentOutcome("failed", warning=_one_line(f"{where}: {detail}", token))
+        return CommentOutcome("failed", warning=_one_line(f"{where}: {_describe(exc)}", token))
+    warning = done.warning and _one_line(f"{where}: {done.warning}", token)
+    return CommentOutcome(done.action, done.url, warning)
 
 
-def find_pr_for_head_sha(
-    *,
-    token: str,
-    repository: str,
-    head_sha: str,
-    api_url: str = DEFAULT_API_URL,
-    retries: int = 3,
-    backoff: float = 1.0,
-    head_repository: str | None = None,
-) -> int | None:
-    """The number of the open PR of ``repository`` whose head commit is ``head_sha``, else None.
-
-    With ``head_repository`` (the triggering run's ``head_repository.full_name``) the PR's head
-    must also come from that repository, so another fork's PR on the same commit is not taken.
-
-    For the fork-safe two-workflow setup: the ``workflow_run`` job learns the PR from the head
-    sha of the run it reacts to (GitHub leaves ``pull_requests`` empty for forks). Lists open
-    pulls page by page; the first one (newest first, GitHub's order) with that exact head sha
-    wins. Raises :class:`GateError` when GitHub cannot be asked.
-    """
+def find_pr_for_head_sha(*, token: str, repository: str, head_sha: str, api_url: str = DEFAULT_API_URL,
+                         retries: int = 3, backoff: float = 1.0,
+                         head_repository: str | None = None) -> int | None:
+    """The newest open PR whose head is ``head_sha`` (from ``head_repository`` when given, so another fork's
+    PR on the same commit is not taken), for the fork-safe ``workflow_run`` job: GitHub leaves its
+    ``pull_requests`` empty for forks. Raises :class:`GateError` when GitHub cannot be asked."""
     sha = (head_sha or "").strip().lower()
     if not _FULL_SHA.fullmatch(sha):
         raise GateError(f"invalid head sha {head_sha!r}: expected a full 40-hex commit id")
-    problem = _check_inputs(token, repository, api_url, None)
-    if problem:
-        raise GateError(_one_line(f"could not look up the PR for {sha}: {problem}", token))
     try:
-        client = _Client(
-            token=token, api_url=api_url, graphql_url=None, retries=retries, backoff=backoff
-        )
-        try:
-            for pull in client.paginate(f"/repos/{repository}/pulls", {"state": "open"}):
-                head = pull.get("head")
-                if isinstance(head, dict) and str(head.get("sha", "")).lower() == sha \
-                        and _from_repository(head, head_repository):
-                    number = pull.get("number")
-                    if isinstance(number, int) and not isinstance(number, bool):
-                        return number
-            return None
-        finally:
-            client.close()
-    except _ApiError as exc:
-        message = f"could not look up the PR for {sha} in {repository}: {exc}"
-        raise GateError(_one_line(message, token)) from None
+        if problem := _bad_input(token, repository, api_url):
+            raise GateError(problem)
+        with closing(_Session(token, api_url, retries, backoff)) as session, \
+                session.call("GET", f"/repos/{repository}/pulls"):
+            for pull in session.github.get_repo(repository).get_pulls(state="open"):
+                head = (pull.head.repo.full_name if pull.head.repo is not None else "").lower()
+                if pull.head.sha.lower() == sha and (head_repository or head).lower() == head:
+                    return pull.number
+        return None
     except Exception as exc:  # users get one line, never a PyGithub traceback
-        message = f"could not look up the PR for {sha} in {repository}: {type(exc).__name__}: {exc}"
+        message = f"could not look up the PR for {sha} in {repository}: {_describe(exc)}"
         raise GateError(_one_line(message, token)) from None
-
-
-def _from_repository(head: dict[str, Any], repository: str | None) -> bool:
-    if repository is None:
-        return True
-    repo = head.get("repo")
-    name = repo.get("full_name") if isinstance(repo, dict) else None
-    return isinstance(name, str) and name.lower() == repository.lower()
-
-
-# -- the sticky comment -------------------------------------------------------------------
 
 
 class _StickyComment:
     """Our comment on one PR for one key: list, recognise, then create/update/recreate."""
 
-    def __init__(self, client: _Client, repository: str, number: int, key: str) -> None:
-        self.client = client
-        self.marker = marker(key)
+    def __init__(self, session: _Session, repository: str, number: int, key: str) -> None:
+        self.session, self.marker, self.login = session, marker(key), ""
+        self.issue = session.github.get_repo(repository).get_issue(number)
         self.list_path = f"/repos/{repository}/issues/{number}/comments"
-        self.item_path = f"/repos/{repository}/issues/comments/{{id}}"
-        self.login = ""
 
-    def post(self, body: str, mode: str, where: str, token: str) -> CommentOutcome:
+    def post(self, body: str, mode: str) -> CommentOutcome:
         """Carry out ``mode`` (``update`` or ``recreate``)."""
-        # A stray marker in the body (ours or another key's) would make the comment claimable
-        # by the wrong key on the next run, so the only marker left is the one we add.
+        # A stray marker in the body (ours or another key's) would make the comment claimable by the wrong
+        # key on the next run, so the only marker left is the one we add.
         full_body = f"{self.marker}\n{_ANY_MARKER.sub('', body)}"
-        self.login = self._viewer_login()
+        # The token's own login: REST GET /user answers 403 to the workflow's installation token, GraphQL's
+        # viewer works for every kind of token.
+        self.login = (self.session.graphql(_VIEWER_QUERY, {}).get("viewer") or {}).get("login") or ""
+        if not isinstance(self.login, str) or not self.login:
+            raise _ApiError("POST", self.session.graphql_path, None, "unexpected response: no viewer login")
         comments = self._list()
         ours = [c for c in comments if self._is_ours(c)]
-        known_ids = {c.get("id") for c in comments}
-
+        known_ids = {c.id for c in comments}
         if mode == "update":
             for comment in ours:
                 if self._is_minimized(comment):
                     continue
-                if comment.get("body") == full_body:
-                    return CommentOutcome("unchanged", _html_url(comment))
-                updated = self._update(comment, full_body)
-                if updated is not None:
-                    return CommentOutcome("updated", _html_url(updated))
-                # Deleted between listing and editing: fall through and post a new one.
-                break
-            created = self._create(full_body, known_ids)
-            return CommentOutcome("created", _html_url(created))
-
+                if comment.body == full_body:
+                    return CommentOutcome("unchanged", comment.html_url)
+                with self.session.call("PATCH", comment.url, missing_ok=True):
+                    comment.edit(full_body)
+                    return CommentOutcome("updated", comment.html_url)
+                break  # deleted between listing and editing: post a new one
+            return CommentOutcome("created", self._create(full_body, known_ids).html_url)
         # Create first, then delete: if creating fails the PR keeps its old scoreboard.
         created = self._create(full_body, known_ids)
-        failures = []
+        warning = None
         for comment in ours:
             try:
-                self._delete(comment)
+                with self.session.call("DELETE", comment.url, missing_ok=True):
+                    comment.delete()
             except _ApiError as exc:
-                failures.append(str(exc))
-        warning = None
-        if failures:
-            warning = _one_line(
-                f"{where}: posted the new comment but could not delete the old one: {failures[0]}",
-                token,
-            )
-        return CommentOutcome("recreated" if ours else "created", _html_url(created), warning)
+                warning = warning or f"posted the new comment but could not delete the old one: {exc}"
+        return CommentOutcome("recreated" if ours else "created", created.html_url, warning)
 
-    def _viewer_login(self) -> str:
-        # The workflow's installation token gets 403 from REST GET /user; GraphQL's viewer works
-        # for every kind of token.
-        data = self.client.graphql(_VIEWER_QUERY, {})
-        viewer = data.get("viewer")
-        login = viewer.get("login") if isinstance(viewer, dict) else None
-        if not isinstance(login, str) or not login:
-            raise self.client.unexpected("POST", self.client.graphql_url, "no viewer login")
-        return login
+    def _list(self) -> list[IssueComment]:
+        with self.session.call("GET", self.list_path):
+            return list(self.issue.get_comments())
 
-    def _list(self) -> list[dict[str, Any]]:
-        return list(self.client.paginate(self.list_path, {}))
+    def _is_ours(self, comment: IssueComment) -> bool:
+        return (isinstance(comment.body, str) and self.marker in comment.body
+                and comment.user is not None and _same_login(comment.user.login, self.login))
 
-    def _is_ours(self, comment: dict[str, Any]) -> bool:
-        body = comment.get("body")
-        user = comment.get("user")
-        login = user.get("login") if isinstance(user, dict) else None
-        return (
-            isinstance(body, str)
-            and self.marker in body
-            and isinstance(login, str)
-            and _same_login(login, self.login)
-        )
-
-    def _is_minimized(self, comment: dict[str, Any]) -> bool:
-        node_id = comment.get("node_id")
-        if not isinstance(node_id, str) or not node_id:
-            return False
+    def _is_minimized(self, comment: IssueComment) -> bool:
         try:
-            data = self.client.graphql(_MINIMIZED_QUERY, {"id": node_id})
+            node = self.session.graphql(_MINIMIZED_QUERY, {"id": comment.node_id}).get("node")
         except _ApiError as exc:
-            if exc.graphql_type == "NOT_FOUND":
-                return True  # gone since we listed it: just as unusable as a hidden one
-            raise
-        node = data.get("node")
-        if node is None:
-            return True
-        return isinstance(node, dict) and node.get("isMinimized") is True
-
-    def _update(self, comment: dict[str, Any], full_body: str) -> dict[str, Any] | None:
-        path = self.item_path.format(id=comment.get("id"))
-        try:
-            _, data = self.client.call("PATCH", path, body={"body": full_body})
-        except _ApiError as exc:
-            if exc.status == 404:
-                return None
-            raise
-        return self.client.expect_dict("PATCH", path, data)
-
-    def _delete(self, comment: dict[str, Any]) -> None:
-        try:
-            self.client.call("DELETE", self.item_path.format(id=comment.get("id")))
-        except _ApiError as exc:
-            if exc.status != 404:  # already gone is what we wanted
+            if exc.status != 404:
                 raise
+            node = None  # gone since we listed it: just as unusable as a hidden one
+        return not isinstance(node, dict) or node.get("isMinimized") is True
 
-    def _create(self, full_body: str, known_ids: set[Any]) -> dict[str, Any]:
-        """POST the comment, retrying without ever producing a duplicate.
+    def _create(self, full_body: str, known_ids: set[int]) -> IssueComment:
+        """POST the comment; when a try may have been stored (5xx, a dropped connection), adopt our comment
+        with this body and a new id instead of posting a second copy."""
 
-        After an answer that leaves it open whether GitHub stored the comment (5xx, a dropped
-        connection), we list again and adopt a comment of ours with this exact body and an id
-        we had not seen before, instead of posting a second copy.
-        """
-        client = self.client
-        attempts = max(client.retries, 1)
-        for attempt in range(1, attempts + 1):
-            try:
-                _, data = client.once("POST", self.list_path, body={"body": full_body})
-                return client.expect_dict("POST", self.list_path, data)
-            except _ApiError as exc:
-                exc.attempts = attempt
-                if not exc.retryable:
-                    raise
-                if attempt < attempts:
-                    _sleep(client.delay(exc, attempt))
-                if exc.ambiguous:
-                    try:
-                        landed = self._landed(full_body, known_ids)
-                    except _ApiError:
-                        # Cannot tell whether it landed, so re-sending could duplicate it.
-                        raise exc from None
-                    if landed is not None:
-                        return landed
-                if attempt == attempts:
-                    raise
-        raise AssertionError("unreachable")  # pragma: no cover
-
-    def _landed(self, full_body: str, known_ids: set[Any]) -> dict[str, Any] | None:
-        for comment in self._list():
-            if (
-                comment.get("id") not in known_ids
-                and comment.get("body") == full_body
-                and self._is_ours(comment)
-            ):
-                return comment
-        return None
-
-
-# -- HTTP ---------------------------------------------------------------------------------
+        return self.session.post(self.list_path, lambda: self.issue.create_comment(full_body),
+                                 lambda: next((c for c in self._list() if c.id not in known_ids
+                                               and c.body == full_body and self._is_ours(c)), None))
 
 
 class _ApiError(Exception):
-    """One failed call, rendered as ``<status> <GitHub's message> (<METHOD> <path>)``."""
+    """One failed call, shown as ``<status> <GitHub's message> (<METHOD> <path>)``."""
 
-    def __init__(
-        self,
-        method: str,
-        path: str,
-        status: int | None,
-        message: str,
-        *,
-        retry_after: float | None = None,
-        retryable: bool = False,
-        transport: bool = False,
-        graphql_type: str | None = None,
-    ) -> None:
+    def __init__(self, method: str, path: str, status: int | None, message: str, *,
+                 retry_after: float | None = None, transport: bool = False, attempts: int = 1) -> None:
         super().__init__(message)
-        self.method = method
-        self.path = path
-        self.status = status
-        self.message = message
-        self.retry_after = retry_after
-        self.retryable = retryable
-        self.transport = transport
-        self.graphql_type = graphql_type
-        self.attempts = 1
-
-    @property
-    def ambiguous(self) -> bool:
-        """Whether the request may have been carried out despite the error."""
-        return self.transport or (self.status is not None and self.status >= 500)
+        self.method, self.path, self.status, self.message = method, path, status, message
+        self.retry_after, self.attempts = retry_after, attempts
+        # Ambiguous: may have been carried out all the same. Retryable: says "later" (or lost the line).
+        self.ambiguous = transport or (status or 0) >= 500
+        self.retryable = self.ambiguous or status == 429 or (status == 403 and retry_after is not None)
 
     def __str__(self) -> str:
-        head = f"{self.status} {self.message}" if self.status is not None else self.message
-        tail = f" after {self.attempts} attempts" if self.attempts > 1 else ""
-        return f"{head} ({self.method} {self.path}){tail}"
+        status, tail = f"{self.status} " if self.status else "", f" after {self.attempts} attempts"
+        return f"{status}{self.message} ({self.method} {self.path}){tail if self.attempts > 1 else ''}"
 
 
-class _Client:
-    """PyGithub's requester plus our retry policy, pagination and GraphQL error handling."""
+class _Session:
+    """A ``Github`` client with our retry policy, and one way to report its errors."""
 
-    def __init__(
-        self,
-        *,
-        token: str,
-        api_url: str,
-        graphql_url: str | None,
-        retries: int,
-        backoff: float,
-    ) -> None:
-        from github import Auth, Github
-
-        base = api_url.rstrip("/")
-        self.retries = max(int(retries), 1)
-        self.backoff = max(float(backoff), 0.0)
-        self.graphql_url = graphql_url or default_graphql_url(base)
-        self._prefix = urlsplit(base).path
-        self._github: Github = Github(
-            auth=Auth.Token(token.strip()),
-            base_url=base,
-            timeout=_TIMEOUT,
-            user_agent=_USER_AGENT,
-            per_page=PER_PAGE,
-            # Ours is the only retry loop: PyGithub's would re-send POSTs blindly.
-            retry=None,
-            # PyGithub throttles by default (0.25 s per request, 1 s per write); we make a
-            # handful of calls per run and honour GitHub's own Retry-After instead.
-            seconds_between_requests=None,
-            seconds_between_writes=None,
-        )
-        self._requester = self._github.requester
+    def __init__(self, token: str, api_url: str, retries: int, backoff: float) -> None:
+        self.retries, self.backoff = max(int(retries), 1), max(float(backoff), 0.0)
+        self.github = _github(token, api_url, self.retries, self.backoff)
+        self.prefix = urlsplit(api_url.rstrip("/")).path
+        self.graphql_path = urlsplit(self.github.requester.graphql_url).path
 
     def close(self) -> None:
         """Release the HTTP connections."""
-        self._github.close()
+        self.github.close()
 
-    def display_path(self, url: str) -> str:
-        """The request path as shown in messages: below the host, without the query."""
-        if url.startswith("/"):
-            return self._prefix + url.split("?", 1)[0]
-        return urlsplit(url).path
-
-    def unexpected(self, method: str, url: str, what: str) -> _ApiError:
-        """An error for a 2xx answer we cannot use."""
-        return _ApiError(method, self.display_path(url), None, f"unexpected response: {what}")
-
-    def expect_dict(self, method: str, url: str, data: Any) -> dict[str, Any]:
-        """``data`` if it is a JSON object (as GitHub sends for one comment), else an error."""
-        if not isinstance(data, dict):
-            raise self.unexpected(method, url, "expected a JSON object")
-        return data
-
-    def once(
-        self,
-        method: str,
-        url: str,
-        *,
-        params: dict[str, Any] | None = None,
-        body: Any = None,
-    ) -> tuple[dict[str, Any], Any]:
-        """One request, no retry. ``url`` is a path below ``api_url`` or an absolute URL."""
+    @contextmanager
+    def call(self, method: str, url: str, *, missing_ok: bool = False) -> Iterator[None]:
+        """What PyGithub, requests or urllib3 raise, as one :class:`_ApiError`; ``missing_ok``: 404 passes."""
         import requests
         from github import GithubException
+        from urllib3 import Retry
+        from urllib3.exceptions import MaxRetryError
 
-        path = self.display_path(url)
+        path = self.prefix + url if url.startswith("/") else urlsplit(url).path
         try:
-            return self._requester.requestJsonAndCheck(method, url, parameters=params, input=body)
+            yield
         except GithubException as exc:
-            headers = {k.lower(): v for k, v in (exc.headers or {}).items()}
-            retry_after = _parse_retry_after(headers.get("retry-after"))
-            status = exc.status
-            retryable = (
-                status >= 500
-                or status == 429
-                # GitHub's secondary rate limit is a 403 that says when to come back.
-                or (status == 403 and retry_after is not None)
-            )
-            raise _ApiError(
-                method,
-                path,
-                status,
-                _github_message(status, exc.data),
-                retry_after=retry_after,
-                retryable=retryable,
-            ) from None
-        except requests.exceptions.RequestException as exc:
-            raise _ApiError(
-                method,
-                path,
-                None,
-                f"connection failed: {_exception_reason(exc)}",
-                retryable=True,
-                transport=True,
-            ) from None
+            if missing_ok and exc.status == 404:
+                return
+            data = exc.data
+            if exc.status == 400 and isinstance(data, dict) and data.get("errors"):  # graphql_query's
+                message = f"GraphQL error: {data['errors'][0].get('message')}"
+                raise _ApiError(method, path, None, message) from None
+            # Seconds or an HTTP date, read as urllib3 reads it for the calls it retries itself.
+            after = {k.lower(): v for k, v in (exc.headers or {}).items()}.get("retry-after")
+            error = _ApiError(method, path, exc.status, _github_message(exc.status, data),
+                              retry_after=Retry(0).parse_retry_after(after) if after else None)
+            # GithubRetry has spent every attempt on a retryable answer to anything but a POST.
+            error.attempts = self.retries if error.retryable and method != "POST" else 1
+            raise error from None
         except ValueError:
             raise _ApiError(method, path, None, "response is not valid JSON") from None
+        except requests.RequestException as exc:
+            # urllib3 has retried all but a POST that reached GitHub (then MaxRetryError is not the cause):
+            # only that one may have landed, and only that one is ours to retry.
+            spent = method != "POST" or isinstance(exc.args[0] if exc.args else None, MaxRetryError)
+            raise _ApiError(method, path, None, f"connection failed: {_reason(exc)}", transport=not spent,
+                            attempts=self.retries if spent else 1) from None
+        except (AttributeError, TypeError, KeyError) as exc:
+            raise _ApiError(method, path, None, f"unexpected response: {exc}") from None
 
-    def call(
-        self,
-        method: str,
-        url: str,
-        *,
-        params: dict[str, Any] | None = None,
-        body: Any = None,
-    ) -> tuple[dict[str, Any], Any]:
-        """A request retried on 5xx, 429 and dropped connections (idempotent calls only)."""
+    def post(self, url: str, send: Callable[[], T], landed: Callable[[], T | None] | None = None) -> T:
+        """A POST, tried ``retries`` times while the answer says "later"; when a try may have landed,
+        ``landed`` (none for a read) looks for it before sending again."""
         for attempt in range(1, self.retries + 1):
             try:
-                return self.once(method, url, params=params, body=body)
+                with self.call("POST", url):
+                    return send()
             except _ApiError as exc:
-                exc.attempts = attempt
-                if not exc.retryable or attempt == self.retries:
+                exc.attempts = max(exc.attempts, attempt)
+                if not exc.retryable:
                     raise
-                _sleep(self.delay(exc, attempt))
+                if attempt < self.retries:
+                    _pause(self.backoff * 2 ** (attempt - 1) if exc.retry_after is None else exc.retry_after)
+                if exc.ambiguous and landed is not None:
+                    try:
+                        found = landed()
+                    except _ApiError:
+                        raise exc from None  # cannot tell: re-sending could duplicate it
+                    if found is not None:
+                        return found
+                if attempt == self.retries:
+                    raise
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def delay(self, exc: _ApiError, attempt: int) -> float:
-        """Seconds to wait before attempt ``attempt + 1``: Retry-After, else doubling backoff."""
-        if exc.retry_after is not None:
-            return min(exc.retry_after, RETRY_AFTER_CAP)
-        return min(self.backoff * 2 ** (attempt - 1), RETRY_AFTER_CAP)
-
-    def paginate(self, path: str, params: dict[str, Any]) -> Iterator[dict[str, Any]]:
-        """Items of a list endpoint, following ``Link: rel="next"`` page after page."""
-        url: str = path
-        page_params: dict[str, Any] | None = {**params, "per_page": PER_PAGE}
-        seen: set[str] = set()
-        for _ in range(_MAX_PAGES):
-            headers, data = self.call("GET", url, params=page_params)
-            if not isinstance(data, list):
-                raise self.unexpected("GET", url, "expected a JSON list")
-            yield from (item for item in data if isinstance(item, dict))
-            next_url = _next_link(headers.get("link") or headers.get("Link"))
-            if next_url is None or next_url in seen:
-                return
-            seen.add(next_url)
-            # The next link already carries per_page and every other parameter.
-            url, page_params = next_url, None
-        raise self.unexpected("GET", path, f"more than {_MAX_PAGES} pages")
-
     def graphql(self, query: str, variables: dict[str, Any]) -> dict[str, Any]:
-        """The ``data`` of a GraphQL query; GraphQL errors (sent with status 200) raise."""
-        _, payload = self.call(
-            "POST", self.graphql_url, body={"query": query, "variables": variables}
-        )
-        if not isinstance(payload, dict):
-            raise self.unexpected("POST", self.graphql_url, "expected a JSON object")
-        errors = payload.get("errors")
-        if isinstance(errors, list) and errors:
-            first = errors[0] if isinstance(errors[0], dict) else {}
-            raise _ApiError(
-                "POST",
-                self.display_path(self.graphql_url),
-                None,
-                f"GraphQL error: {first.get('message') or 'unknown error'}",
-                graphql_type=first.get("type") if isinstance(first.get("type"), str) else None,
-            )
-        data = payload.get("data")
-        if not isinstance(data, dict):
-            raise self.unexpected("POST", self.graphql_url, "no GraphQL data")
-        return data
+        """The ``data`` of a GraphQL read (a node that does not exist: a 404 error)."""
+        return self.post(self.graphql_path,
+                         lambda: self.github.requester.graphql_query(query, variables)[1].get("data") or {})
 
 
-# -- helpers ------------------------------------------------------------------------------
+def _github(token: str, api_url: str, retries: int, backoff: float) -> Any:
+    """``Github`` retrying all but POSTs on 5xx, 429, rate limits: Retry-After (capped), else backoff."""
+    from github import Auth, Github, GithubRetry
+
+    class CappedRetry(GithubRetry):
+        def get_backoff_time(self) -> float:
+            return backoff * 2 ** (len(self.history) - 1) if self.history else 0.0
+
+        def sleep(self, response: Any = None) -> None:
+            after = self.get_retry_after(response) if response is not None else None
+            _pause(self.get_backoff_time() if after is None else after)
+
+    retry = CappedRetry(total=retries - 1, backoff_factor=backoff, raise_on_status=False,
+                        status_forcelist=[*range(500, 600), 429], secondary_rate_wait=RETRY_AFTER_CAP,
+                        # Never POST: a comment that landed before the error would be doubled.
+                        allowed_methods={"GET", "HEAD", "PATCH", "PUT", "DELETE", "OPTIONS"})
+    # No throttling: we make a handful of calls per run and honour GitHub's own Retry-After.
+    return Github(auth=Auth.Token(token.strip()), base_url=api_url.rstrip("/"), timeout=30,
+                  user_agent="membench-gate", per_page=PER_PAGE, retry=retry, lazy=True,
+                  seconds_between_requests=None, seconds_between_writes=None)
 
 
-def _sleep(seconds: float) -> None:
-    # One indirection so tests can observe waits without slowing down.
+def _pause(seconds: float) -> None:
     if seconds > 0:
-        time.sleep(seconds)
+        _sleep(min(seconds, RETRY_AFTER_CAP))
 
 
-def _check_inputs(token: str, repository: str, api_url: str, graphql_url: str | None) -> str | None:
+def _bad_input(token: str, repository: str, api_url: str) -> str | None:
     if not isinstance(token, str) or not token.strip():
         return "no GitHub token (set the github-token input)"
     if not isinstance(repository, str) or not _REPOSITORY.fullmatch(repository):
         return f"invalid repository {repository!r} (expected owner/name)"
-    urls = {"api_url": api_url}
-    if graphql_url is not None:
-        urls["graphql_url"] = graphql_url
-    for name, url in urls.items():
-        parts = urlsplit(url) if isinstance(url, str) else None
-        if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
-            return f"invalid {name} {url!r} (expected an http(s) URL)"
+    parts = urlsplit(api_url) if isinstance(api_url, str) else None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+        return f"invalid api_url {api_url!r} (expected an http(s) URL)"
     return None
 
 
-def _pr_number(value: Any) -> int | None:
-    if isinstance(value, bool):
-        return None
-    try:
-        number = int(value)
-    except (TypeError, ValueError):
-        return None
-    return number if number > 0 else None
-
-
 def _same_login(a: str, b: str) -> bool:
-    # An app's installation token is "name" to GraphQL's viewer and "name[bot]" as a REST
-    # comment author; logins are case-insensitive on GitHub.
-    def bare(login: str) -> str:
-        login = login.strip().lower()
-        return login.removesuffix("[bot]")
-
-    return bare(a) == bare(b)
+    # An app's installation token is "name" to GraphQL's viewer and "name[bot]" as a REST comment author;
+    # logins are case-insensitive on GitHub.
+    return a.strip().lower().removesuffix("[bot]") == b.strip().lower().removesuffix("[bot]")
 
 
-def _html_url(comment: dict[str, Any]) -> str | None:
-    url = comment.get("html_url")
-    return url if isinstance(url, str) else None
+def _describe(exc: Exception) -> str:
+    plain = isinstance(exc, _ApiError | GateError) or not str(exc)
+    return (str(exc) or type(exc).__name__) if plain else f"{type(exc).__name__}: {exc}"
 
 
 def _github_message(status: int, data: Any) -> str:
     message = data.get("message") if isinstance(data, dict) else None
     if not isinstance(message, str) or not message.strip():
-        try:
-            return HTTPStatus(status).phrase
-        except ValueError:
-            return "error"
+        return {s.value: s.phrase for s in HTTPStatus}.get(status, "error")
     # 422 answers put the useful part ("body is too long …") in errors[].
-    errors = data.get("errors") if isinstance(data, dict) else None
-    if isinstance(errors, list) and errors and isinstance(errors[0], dict):
-        detail = errors[0].get("message") or errors[0].get("code")
-        if isinstance(detail, str) and detail:
-            message = f"{message}: {detail}"
-    return message
+    errors = data.get("errors")
+    detail = errors[0] if isinstance(errors, list) and errors else None
+    detail = (detail.get("message") or detail.get("code")) if isinstance(detail, dict) else None
+    return f"{message}: {detail}" if isinstance(detail, str) and detail else message
 
 
-def _exception_reason(exc: BaseException) -> str:
-    # requests nests the useful part ("[Errno 111] Connection refused") a few levels down.
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    reason = type(exc).__name__
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        if isinstance(current, OSError) and current.strerror:
-            return current.strerror
-        nested = [a for a in current.args if isinstance(a, BaseException)]
-        inner = getattr(current, "reason", None)
-        if isinstance(inner, BaseException):
-            nested.insert(0, inner)
-        reason = str(current) or reason
-        current = nested[0] if nested else current.__cause__ or current.__context__
-    return reason
-
-
-def _parse_retry_after(value: Any) -> float | None:
-    if value is None:
-        return None
-    text = str(value).strip()
-    try:
-        return max(float(text), 0.0)
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(text)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=timezone.utc)
-    return max((when - datetime.now(timezone.utc)).total_seconds(), 0.0)
-
-
-def _next_link(header: str | None) -> str | None:
-    if not header:
-        return None
-    for url, rels in _LINK.findall(header):
-        if "next" in rels.split():
-            return url
-    return None
+def _reason(exc: BaseException) -> str:
+    # requests nests the useful part ("Connection refused") a few levels down.
+    for _ in range(10):  # bounded: a chain of causes can loop
+        nested = (getattr(exc, "reason", None), *exc.args, exc.__context__)
+        inner = next((e for e in nested if isinstance(e, BaseException)), None)
+        if inner is None or (isinstance(exc, OSError) and exc.strerror):
+            break
+        exc = inner
+    return getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
 
 
 def _one_line(message: str, token: str | None) -> str:
     text = " ".join(message.split())
     if isinstance(token, str) and token.strip():
         text = text.replace(token.strip(), "***")
-    if len(text) > _MAX_MESSAGE:
-        text = text[: _MAX_MESSAGE - 1] + "…"
-    return text
+    return text if len(text) <= _MAX_MESSAGE else text[: _MAX_MESSAGE - 1] + "…"

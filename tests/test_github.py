@@ -93,8 +93,10 @@ def test_marker_is_a_hidden_comment_with_a_sanitised_key() -> None:
         ("https://ghe.example.com/api/v3/", "https://ghe.example.com/api/graphql"),
     ],
 )
-def test_default_graphql_url(api_url: str, expected: str) -> None:
-    assert gh.default_graphql_url(api_url) == expected
+def test_graphql_url_is_derived_from_the_api_url(api_url: str, expected: str) -> None:
+    session = gh._Session(TOKEN, api_url, retries=1, backoff=0)
+    assert session.github.requester.graphql_url == expected
+    session.close()
 
 
 # -- update mode --------------------------------------------------------------------------
@@ -583,7 +585,7 @@ def test_ghes_api_prefix() -> None:
             fake.add_comment(PR, f"noise {i}", login="bob")
 
         assert post(fake, "v1").action == "created"
-        assert post(fake, "v2", graphql_url=fake.graphql_url).action == "updated"
+        assert post(fake, "v2").action == "updated"
 
         assert len(fake.comments_on(PR)) == 121
         raw = {r.raw_path.split("?")[0] for r in fake.log}
