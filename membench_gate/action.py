@@ -15,20 +15,13 @@ import secrets
 import subprocess
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
-from membench_gate.actions_env import (
-    MAX_ANNOTATIONS,
-    annotation,
-    append,
-    format_outputs,
-    pull_request_number,
-)
+from membench_gate.actions_env import MAX_ANNOTATIONS, annotation, append, format_outputs
 from membench_gate.errors import GateError
 from membench_gate.report import SUMMARY_LIMIT
+from membench_gate.settings import Context, Settings
 
-_TRUE = {"true", "1", "yes", "on"}
 # Not for the child, which runs the PR's adapter code: the token, and the runner's file commands
 # (stop-commands covers printed commands, not these files).
 _WITHHELD = ("GITHUB_TOKEN", "INPUT_GITHUB-TOKEN", "INPUT_GITHUB_TOKEN", "ACTIONS_RUNTIME_TOKEN",
@@ -36,46 +29,6 @@ _WITHHELD = ("GITHUB_TOKEN", "INPUT_GITHUB-TOKEN", "INPUT_GITHUB_TOKEN", "ACTION
             "GITHUB_STATE", "GITHUB_STEP_SUMMARY")
 _ANNOTATION_ORDER = ("zero", "floor", "metric", "metric-missing", "cell-missing", "gold-total",
                      "item-removed", "newly-failed")
-_FALSE = {"false", "0", "no", "off", ""}
-
-
-@dataclass(frozen=True)
-class Inputs:
-    config: str
-    token: str
-    comment: str
-    comment_key: str
-    fail_on_regression: bool
-    base_ref: str
-    include_holdout: bool
-    out_dir: Path
-
-
-def _flag(env: Mapping[str, str], name: str, default: bool) -> bool:
-    raw = env.get(name, "").strip().lower()
-    if raw in _TRUE:
-        return True
-    if raw in _FALSE:
-        return default if raw == "" else False
-    raise GateError(f"input {name.removeprefix('MEMBENCH_').lower().replace('_', '-')}: "
-                    f"expected true or false, got {raw!r}")
-
-
-def read_inputs(env: Mapping[str, str]) -> Inputs:
-    comment = env.get("MEMBENCH_COMMENT", "update").strip() or "update"
-    if comment not in ("update", "recreate", "off"):
-        raise GateError(f"input comment: expected update, recreate or off, got {comment!r}")
-    out_dir = Path(env.get("RUNNER_TEMP") or ".") / "membench-gate"
-    return Inputs(
-        config=env.get("MEMBENCH_CONFIG", "").strip() or "membench.toml",
-        token=env.get("GITHUB_TOKEN", ""),
-        comment=comment,
-        comment_key=env.get("MEMBENCH_COMMENT_KEY", "").strip() or "default",
-        fail_on_regression=_flag(env, "MEMBENCH_FAIL_ON_REGRESSION", True),
-        base_ref=env.get("MEMBENCH_BASE_REF", "").strip(),
-        include_holdout=_flag(env, "MEMBENCH_INCLUDE_HOLDOUT", False),
-        out_dir=out_dir,
-    )
 
 
 def _gate(args: list[str], env: Mapping[str, str]) -> int:
@@ -115,14 +68,14 @@ def _annotations(verdict: dict) -> list[str]:
     return lines
 
 
-def _error_exit(message: str, env: Mapping[str, str]) -> int:
+def _error_exit(message: str, context: Context) -> int:
     """Outputs, summary and annotation of a gate that could not run at all."""
     outputs = dict.fromkeys(("verdict", "exit-code", "mode", "base-sha", "report-path",
                              "results-path", "comment-url"), "")
     outputs.update({"verdict": "error", "exit-code": "4"})
-    append("GITHUB_OUTPUT", format_outputs(outputs), env)
-    append("GITHUB_STEP_SUMMARY", "## membench-gate: ⛔ ERROR\n\nThe gate could not run; the job "
-           "log has the one-line reason.\n", env)
+    append(context.output_path, format_outputs(outputs))
+    append(context.summary_path, "## membench-gate: ⛔ ERROR\n\nThe gate could not run; the job "
+           "log has the one-line reason.\n")
     print(annotation("error", message, "membench-gate"), flush=True)
     print(f"membench-gate: error: {message}", file=sys.stderr)
     return 4
@@ -130,30 +83,31 @@ def _error_exit(message: str, env: Mapping[str, str]) -> int:
 
 def main(env: Mapping[str, str] | None = None) -> int:
     env = dict(os.environ) if env is None else env
-    if env.get("GITHUB_TOKEN"):
-        print(f"::add-mask::{env['GITHUB_TOKEN']}", flush=True)
+    context = Context.from_env(env)
+    if context.token:
+        print(f"::add-mask::{context.token}", flush=True)
     try:
-        inputs = read_inputs(env)
+        settings = Settings.from_env(env)
     except GateError as exc:
-        return _error_exit(str(exc), env)
-    out = inputs.out_dir
+        return _error_exit(str(exc), context)
+    out = settings.out_dir
     out.mkdir(parents=True, exist_ok=True)
     paths = {name: out / name for name in ("results.json", "verdict.json", "report.md",
                                            "base.json")}
     for path in paths.values():
         path.unlink(missing_ok=True)
-    holdout = ["--include-holdout"] if inputs.include_holdout else []
-    base_ref = ["--base-ref", inputs.base_ref] if inputs.base_ref else []
-    _gate(["check", "--config", inputs.config, "--out", str(paths["results.json"]),
+    holdout = ["--include-holdout"] if settings.include_holdout else []
+    base_ref = ["--base-ref", settings.base_ref] if settings.base_ref else []
+    _gate(["check", "--config", settings.config, "--out", str(paths["results.json"]),
                   "--json", str(paths["verdict.json"]), "--report", str(paths["report.md"]),
                   "--base-out", str(paths["base.json"]), *base_ref, *holdout], env)
     verdict = json.loads(paths["verdict.json"].read_text(encoding="utf-8")) \
         if paths["verdict.json"].exists() else {"verdict": "error", "exit_code": 4,
                                                  "notes": ["the gate failed; see the log"]}
     comment_url = ""
-    if paths["verdict.json"].exists() and inputs.comment != "off":
+    if paths["verdict.json"].exists() and settings.comment != "off":
         try:
-            comment_url = _comment(paths, inputs, env)
+            comment_url = _comment(paths, settings)
         except Exception as exc:  # a comment is never worth a changed verdict
             print(annotation("warning", f"could not comment: {type(exc).__name__}: {exc}",
                              "membench-gate comment"), flush=True)
@@ -166,16 +120,16 @@ def main(env: Mapping[str, str] | None = None) -> int:
         "results-path": str(paths["results.json"]) if paths["results.json"].exists() else "",
         "comment-url": comment_url,
     }
-    append("GITHUB_OUTPUT", format_outputs(outputs), env)
+    append(context.output_path, format_outputs(outputs))
     if paths["report.md"].exists():
-        append("GITHUB_STEP_SUMMARY", _summary(paths), env)
+        append(context.summary_path, _summary(paths))
     else:
-        append("GITHUB_STEP_SUMMARY", "## membench-gate: ⛔ ERROR\n\nThe gate could not run; "
-               "the job log has the one-line reason.\n", env)
+        append(context.summary_path, "## membench-gate: ⛔ ERROR\n\nThe gate could not run; "
+               "the job log has the one-line reason.\n")
     for line in _annotations(verdict):
         print(line, flush=True)
     exit_code = int(verdict["exit_code"])
-    if not inputs.fail_on_regression and exit_code in (1, 2, 3):
+    if not settings.fail_on_regression and exit_code in (1, 2, 3):
         print(f"membench-gate: advisory mode (fail-on-regression: false): verdict "
               f"{verdict['verdict']} does not fail the job")
         return 0
@@ -193,15 +147,15 @@ def _summary(paths: dict[str, Path]) -> str:
     return render(*read_data(paths["verdict.json"].parent), limit=SUMMARY_LIMIT)
 
 
-def _comment(paths: dict[str, Path], inputs: Inputs, env: Mapping[str, str]) -> str:
-    from membench_gate.comment import body_from_data, post, read_data, target_from_env
+def _comment(paths: dict[str, Path], settings: Settings) -> str:
+    from membench_gate.comment import body_from_data, post, read_data
 
-    pr = pull_request_number(env)
+    pr = settings.context.pull_request
     if pr is None:
         print("comment: not a pull request run; nothing posted")
         return ""
     body = body_from_data(*read_data(paths["verdict.json"].parent))
-    url, warning = post(body, pr, inputs.comment_key, inputs.comment, target_from_env(env))
+    url, warning = post(body, pr, settings.comment_key, settings.comment, settings.context)
     if warning:
         print(annotation("warning", warning, "membench-gate comment"), flush=True)
     return url or ""

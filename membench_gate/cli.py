@@ -82,9 +82,10 @@ def build_parser() -> argparse.ArgumentParser:
                          help="workflow_run mode: validate results.json, verdict.json and "
                               "base.json in DIR, find the PR by its head sha, re-render")
     comment.add_argument("--key", default=None,
-                         help="comment key, for several gates in one repo (default: default)")
+                         help="comment key, for several gates in one repo (default: $MEMBENCH_COMMENT_KEY, "
+                              "else default)")
     comment.add_argument("--mode", choices=("update", "recreate", "off"), default=None,
-                         help="update (default), recreate, or off")
+                         help="update, recreate, or off (default: $MEMBENCH_COMMENT, else update)")
     comment.add_argument("--debug", action="store_true", help="show tracebacks")
 
     explain = commands.add_parser("explain", help="the metric glossary")
@@ -123,8 +124,10 @@ def cmd_bless(args: argparse.Namespace) -> int:
 
 def cmd_comment(args: argparse.Namespace) -> int:
     from membench_gate.comment import comment
+    from membench_gate.settings import Settings
 
-    return comment(args)
+    return comment(Settings.from_env(), report=args.report, verdict=args.verdict, results=args.results,
+                   base=args.base, from_artifact=args.from_artifact, key=args.key, mode=args.mode)
 
 
 def cmd_explain(args: argparse.Namespace) -> int:

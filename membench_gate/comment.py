@@ -12,17 +12,13 @@ A failure to comment is a warning and never changes an exit code.
 
 from __future__ import annotations
 
-import argparse
-import os
 import re
 import sys
-from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import ValidationError
 
-from membench_gate.actions_env import annotation, event_payload, pull_request_number
+from membench_gate.actions_env import annotation
 from membench_gate.errors import GateError
 from membench_gate.gate import Verdict
 from membench_gate.report import COMMENT_LIMIT, render
@@ -34,28 +30,12 @@ from membench_gate.results import (
     read_file,
     validation_message,
 )
+from membench_gate.settings import Context, Settings
 
 ARTIFACT_FILES = ("results.json", "verdict.json", "base.json")
 # Ids are escaped like any text when rendered; here only what cannot be an id is refused.
 _BAD_ID = re.compile(r"[\x00-\x1f\x7f]")
 _MAX_ID = 300
-
-
-@dataclass(frozen=True)
-class CommentTarget:
-    token: str
-    repository: str
-    api_url: str
-    graphql_url: str | None
-
-
-def target_from_env(env: Mapping[str, str]) -> CommentTarget:
-    return CommentTarget(
-        token=env.get("GITHUB_TOKEN", "") or env.get("INPUT_GITHUB_TOKEN", ""),
-        repository=env.get("GITHUB_REPOSITORY", ""),
-        api_url=env.get("GITHUB_API_URL", "") or "https://api.github.com",
-        graphql_url=env.get("GITHUB_GRAPHQL_URL") or None,
-    )
 
 
 def read_verdict(path: Path) -> Verdict:
@@ -120,27 +100,25 @@ def load_artifact(folder: Path) -> tuple[Verdict, Results | None, Baseline | Non
     return _scrubbed(verdict), results, base
 
 
-def post(body: str, pr: int, key: str, mode: str, target: CommentTarget) -> tuple[str | None,
-                                                                                   str | None]:
-    """Post or update the sticky comment: (url, warning)."""
+def post(body: str, pr: int, key: str, mode: str, context: Context) -> tuple[str | None, str | None]:
+    """Post or update the sticky comment on PR ``pr`` of ``context``'s repository: (url, warning)."""
     from membench_gate.github import post_sticky_comment
 
-    outcome = post_sticky_comment(body=body, key=key, mode=mode, token=target.token,
-                                  repository=target.repository, pr_number=pr,
-                                  api_url=target.api_url, graphql_url=target.graphql_url)
+    outcome = post_sticky_comment(body=body, key=key, mode=mode, token=context.token,
+                                  repository=context.repository, pr_number=pr, api_url=context.api_url)
     return outcome.url, outcome.warning
 
 
-def _warn(message: str, env: Mapping[str, str]) -> None:
-    if env.get("GITHUB_ACTIONS"):
+def _warn(message: str, context: Context) -> None:
+    if context.actions:
         print(annotation("warning", message, "membench-gate comment"))
     print(f"membench-gate: warning: {message}", file=sys.stderr)
 
 
-def _artifact_pr(target: CommentTarget, env: Mapping[str, str]) -> int | None:
+def _artifact_pr(context: Context) -> int | None:
     from membench_gate.github import find_pr_for_head_sha
 
-    run = event_payload(env).get("workflow_run") or {}
+    run = context.event.get("workflow_run") or {}
     head_sha = run.get("head_sha")
     if not isinstance(head_sha, str):
         raise GateError("--from-artifact needs a workflow_run event payload with head_sha "
@@ -153,59 +131,57 @@ def _artifact_pr(target: CommentTarget, env: Mapping[str, str]) -> int | None:
                 and isinstance(pull.get("number"), int):
             return int(pull["number"])
     head_repo = (run.get("head_repository") or {}).get("full_name")
-    return find_pr_for_head_sha(token=target.token, repository=target.repository,
-                                head_sha=head_sha, api_url=target.api_url,
+    return find_pr_for_head_sha(token=context.token, repository=context.repository,
+                                head_sha=head_sha, api_url=context.api_url,
                                 head_repository=head_repo if isinstance(head_repo, str) else None)
 
 
-def comment(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> int:
-    """The ``comment`` command. Returns 0 even when GitHub refuses: the verdict stands."""
-    env = dict(os.environ) if env is None else env
-    key = args.key or env.get("MEMBENCH_COMMENT_KEY") or "default"
-    mode = args.mode or env.get("MEMBENCH_COMMENT_MODE") or "update"
-    if mode not in ("update", "recreate", "off"):
-        raise GateError(f"comment mode {mode!r}: expected update, recreate or off")
+def comment(settings: Settings, *, report: Path | None = None, verdict: Path | None = None,
+            results: Path | None = None, base: Path | None = None, from_artifact: Path | None = None,
+            key: str | None = None, mode: str | None = None) -> int:
+    """The ``comment`` command: the body from ``from_artifact``, else from ``verdict``/``results``/``base``
+    or ``report`` (see :func:`_body`); ``key`` and ``mode`` default to the comment-key and comment inputs.
+    Returns 0 even when GitHub refuses: the verdict stands."""
+    key, mode = key or settings.comment_key, mode or settings.comment
     if mode == "off":
         print("comment: off")
         return 0
-    target = target_from_env(env)
-    if args.from_artifact is not None:
-        verdict, results, base = load_artifact(args.from_artifact)
-        body = body_from_data(verdict, results, base)
+    context = settings.context
+    if from_artifact is not None:
+        body = body_from_data(*load_artifact(from_artifact))
         try:
-            pr = _artifact_pr(target, env)
+            pr = _artifact_pr(context)
         except GateError as exc:
-            _warn(f"could not find the pull request: {exc}", env)
+            _warn(f"could not find the pull request: {exc}", context)
             return 0
         if pr is None:
             print("comment: no open pull request has this run's head sha; nothing posted")
             return 0
     else:
-        body = _body(args)
-        pr = pull_request_number(env)
+        body = _body(report, verdict, results, base)
+        pr = context.pull_request
         if pr is None:
             print("comment: not a pull request run; nothing posted")
             return 0
-    url, warning = post(body, pr, key, mode, target)
+    url, warning = post(body, pr, key, mode, context)
     if warning:
-        _warn(warning, env)
+        _warn(warning, context)
     else:
         print(f"comment: {url}")
     return 0
 
 
-def _body(args: argparse.Namespace) -> str:
-    """Rendered from data when the results are given; else the ``--report`` Markdown as it is;
-    else the verdict alone (a check that could not run)."""
-    if args.verdict is not None and (args.results is not None or args.report is None):
-        results = parse_results(read_file(args.results), str(args.results)) \
-            if args.results is not None else None
-        base = parse_baseline(read_file(args.base), str(args.base)) if args.base else None
-        return body_from_data(read_verdict(args.verdict), results, base)
-    if args.report is not None:
-        if args.verdict is not None:
-            read_verdict(args.verdict)  # validated, so a broken file is an error, not ignored
-        text = read_file(args.report).decode("utf-8", "replace")
+def _body(report: Path | None, verdict: Path | None, results: Path | None, base: Path | None) -> str:
+    """Rendered from data when the results are given; else the ``report`` Markdown as it is; else the
+    verdict alone (a check that could not run)."""
+    if verdict is not None and (results is not None or report is None):
+        parsed = parse_results(read_file(results), str(results)) if results is not None else None
+        baseline = parse_baseline(read_file(base), str(base)) if base else None
+        return body_from_data(read_verdict(verdict), parsed, baseline)
+    if report is not None:
+        if verdict is not None:
+            read_verdict(verdict)  # validated, so a broken file is an error, not ignored
+        text = read_file(report).decode("utf-8", "replace")
         if len(text.encode("utf-8")) <= COMMENT_LIMIT:
             return text
         # Whole lines only, closing an open code fence: never a half-rendered comment.

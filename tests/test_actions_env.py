@@ -6,7 +6,8 @@ import json
 from pathlib import Path
 
 from membench_gate.action import _annotations
-from membench_gate.actions_env import MAX_ANNOTATIONS, pull_request_number
+from membench_gate.actions_env import MAX_ANNOTATIONS
+from membench_gate.settings import Context
 
 
 def test_annotations_put_metrics_before_items_and_stop_at_ten() -> None:
@@ -31,7 +32,7 @@ def test_pull_request_number_from_payload_or_ref(tmp_path: Path) -> None:
     event = tmp_path / "event.json"
     event.write_text(json.dumps({"pull_request": None}))
     env = {"GITHUB_EVENT_PATH": str(event), "GITHUB_REF": "refs/pull/42/merge"}
-    assert pull_request_number(env) == 42
+    assert Context.from_env(env).pull_request == 42
     event.write_text(json.dumps({"pull_request": {"number": 7}}))
-    assert pull_request_number(env) == 7
-    assert pull_request_number({"GITHUB_REF": "refs/heads/main"}) is None
+    assert Context.from_env(env).pull_request == 7
+    assert Context.from_env({"GITHUB_REF": "refs/heads/main"}).pull_request is None
