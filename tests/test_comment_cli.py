@@ -61,14 +61,14 @@ def write_artifact(folder: Path, failed: list[str]) -> Path:
 
 
 def run_comment(fake: FakeGitHub, tmp_path: Path, *args: str, event: dict | None = None,
-                event_name: str = "pull_request") -> subprocess.CompletedProcess[str]:
+                event_name: str = "pull_request", **extra_env: str) -> subprocess.CompletedProcess[str]:
     event_path = tmp_path / "event.json"
     event_path.write_text(json.dumps(event if event is not None else
                                      {"pull_request": {"number": 5}}))
     env = {k: v for k, v in os.environ.items() if not k.startswith("GITHUB_")}
     env.update({"GITHUB_TOKEN": TOKEN, "GITHUB_REPOSITORY": REPO, "GITHUB_API_URL": fake.api_url,
                 "GITHUB_GRAPHQL_URL": fake.graphql_url, "GITHUB_EVENT_PATH": str(event_path),
-                "GITHUB_EVENT_NAME": event_name, "NO_PROXY": "127.0.0.1,localhost"})
+                "GITHUB_EVENT_NAME": event_name, "NO_PROXY": "127.0.0.1,localhost", **extra_env})
     return subprocess.run([sys.executable, "-m", "membench_gate", "comment", *args], env=env,
                           capture_output=True, text=True, check=False)
 
@@ -162,6 +162,19 @@ def test_off_mode_makes_no_request(fake: FakeGitHub, tmp_path: Path) -> None:
     done = run_comment(fake, tmp_path, "--mode", "off", "--verdict", str(art / "verdict.json"),
                        "--results", str(art / "results.json"))
     assert done.returncode == 0 and fake.requests() == []
+
+
+def test_mode_and_key_default_to_the_action_inputs_variables(fake: FakeGitHub, tmp_path: Path) -> None:
+    art = write_artifact(tmp_path / "a", ["scn-1"])
+    files = ("--verdict", str(art / "verdict.json"), "--results", str(art / "results.json"))
+    off = run_comment(fake, tmp_path, *files, MEMBENCH_COMMENT="off")
+    assert off.returncode == 0 and "comment: off" in off.stdout and fake.requests() == []
+    keyed = run_comment(fake, tmp_path, *files, MEMBENCH_COMMENT_KEY="veto")
+    assert keyed.returncode == 0, keyed.stderr
+    [posted] = fake.comments_on(5)
+    assert "membench-gate:v1 key=veto" in posted["body"]
+    bad = run_comment(fake, tmp_path, *files, MEMBENCH_COMMENT="sometimes")
+    assert bad.returncode == 4 and "input comment" in bad.stderr
 
 
 def test_from_artifact_takes_the_pr_from_the_runs_head_repository(fake: FakeGitHub,
