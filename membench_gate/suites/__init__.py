@@ -1,16 +1,21 @@
 """The suites: each turns fixtures + an adapter into cells (metrics, gold_total, failed ids).
 
-Suites know nothing of baselines or the gate. Each module exposes ``SCORER_VERSION`` (bumped when
+Suites know nothing of baselines or the gate. Each item records what was asked (``asked``), the
+gold ids (``gold``), what came back (``hits``: ranked ``{id, score}``, or ``injected`` ids for push)
+and whether the system abstained, besides its ``outcome``: enough to debug one item from the results
+file alone (``membench-gate show``). Each module exposes ``SCORER_VERSION`` (bumped when
 scoring changes, which makes the next run a corpus change) and ``run(fixtures, session, options,
 include_holdout, progress)``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
+
+from membench_gate.adapter import Hit
 
 Progress = Callable[[str, int, int], None]
 
@@ -36,6 +41,12 @@ class SuiteRun:
         failed = sorted(i for i, d in outcomes.items() if d["outcome"] == "fail")
         self.cells[cell] = CellResult(metrics, len(outcomes), failed)
         self.items[cell] = dict(sorted(outcomes.items()))
+
+
+def hit_list(hits: Sequence[Hit], k: int) -> list[dict[str, Any]]:
+    """The ranked hits an item records (the top ``k``, best first), so ``membench-gate show``
+    can say what came back instead of the gold."""
+    return [{"id": hit.id, "score": hit.score} for hit in hits[:k]]
 
 
 def ratio(part: float, whole: float) -> float:

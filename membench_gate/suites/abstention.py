@@ -23,7 +23,7 @@ import numpy as np
 from membench_gate.adapter import AdapterSession, Answer, Query, Record
 from membench_gate.fixtures import Probe, SuiteFixtures
 from membench_gate.metrics import net_metric
-from membench_gate.suites import Progress, SuiteRun, ratio
+from membench_gate.suites import Progress, SuiteRun, hit_list, ratio
 
 SCORER_VERSION = 2
 
@@ -111,6 +111,9 @@ def run(fx: SuiteFixtures, session: AdapterSession, options: dict[str, Any],
             "rank": ids.index(probe.gold_fact_id) + 1 if probe.gold_fact_id in ids else None,
             "top": top.id if top else None,
             "score": top.score if top else None,
+            "asked": probe.question,
+            "gold": [probe.gold_fact_id] if probe.gold_fact_id is not None else [],
+            "hits": hit_list(answer.hits, k),
         }
         floor_off.append(_judge(probe, answer, k, False))
         shuffle_outcomes.append(_judge(probe, shuffled[probe.id], k, True))

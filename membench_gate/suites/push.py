@@ -69,6 +69,9 @@ def run(fx: SuiteFixtures, session: AdapterSession, options: dict[str, Any],
                 "expect": turn.expect,
                 "injected": list(injected),
                 "foreign": foreign,
+                "asked": turn.text,
+                "gold": list(turn.gold),
+                "acceptable": list(turn.acceptable),
             }
     result = SuiteRun()
     result.add("push/default", {

@@ -13,7 +13,7 @@ from typing import Any
 from membench_gate import metrics
 from membench_gate.adapter import AdapterSession, Query, Record
 from membench_gate.fixtures import SuiteFixtures, parse_time
-from membench_gate.suites import Progress, SuiteRun, ratio
+from membench_gate.suites import Progress, SuiteRun, hit_list, ratio
 
 SCORER_VERSION = 1
 CONDITIONS = metrics.CONDITIONS["veto"]
@@ -55,6 +55,11 @@ def run(fx: SuiteFixtures, session: AdapterSession, options: dict[str, Any],
                 "score": answer.hits[rank - 1].score if rank else None,
                 "top": ids[0] if ids else None,
                 "trap": scenario.trap,
+                "asked": scenario.task,
+                "files": list(files),
+                "gold": [scenario.veto_decision_id],
+                "hits": hit_list(answer.hits, k),
+                "abstained": answer.abstain,
             }
             done += 1
             if progress:
