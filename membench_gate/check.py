@@ -30,7 +30,7 @@ from membench_gate.results import (
     read_file,
     write_atomic,
 )
-from membench_gate.runner import measure, run, tty_progress
+from membench_gate.runner import measure, progress_reporter, run
 from membench_gate.summary import verdict_summary
 
 _FALSY = {"", "0", "false", "no", "off"}
@@ -119,7 +119,7 @@ def _results(args: argparse.Namespace, config: Config) -> tuple[Results, list[st
             reasons.append(f"{args.results} was produced on other fixtures or another scorer "
                            "version (its fixtures_hash differs from the working tree's)")
         return results, reasons
-    results = run(config, tty_progress())
+    results = run(config, progress_reporter())
     if args.verify_determinism:
         again = run(config, None)
         first = dumps_results(results.model_copy(update={"receipt": again.receipt}))
@@ -182,7 +182,7 @@ def _check(args: argparse.Namespace) -> int:
     verdict.base = base.info
     verdict.config = str(args.config)
     write_outputs(args, config, verdict, results, base.baseline)
-    print(verdict_summary(verdict, results))
+    print(verdict_summary(verdict, results, base.baseline))
     return verdict.exit_code
 
 
@@ -225,7 +225,7 @@ def _readable_committed(config: Config) -> Baseline | None:
 def bless(args: argparse.Namespace) -> int:
     """``membench-gate bless``: run and write the baseline atomically, if the gate allows it."""
     config = load_config(args.config)
-    results = run(config, tty_progress())
+    results = run(config, progress_reporter())
     base = _bless_base(config, args.base_ref)
     committed = _readable_committed(config)
     proposal = results.to_baseline()

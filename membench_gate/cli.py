@@ -17,6 +17,18 @@ from membench_gate import __version__
 from membench_gate.errors import GateError
 
 EXIT_ERROR = 4
+DESCRIPTION = ("Gate the pull requests of an AI-agent memory system on deterministic benchmark "
+               "suites:\nrun the suites through an adapter, compare with the baseline committed "
+               "on the base branch,\nand report a verdict.")
+EPILOG = """\
+typical use:
+  membench-gate init                      scaffold membench.toml, an adapter stub and a workflow
+  membench-gate bless                     write the first baseline (commit it)
+  membench-gate check                     gate this working tree against the base commit
+  membench-gate show CELL#ID              one item: what was asked, the gold, what came back
+
+exit codes: 0 PASS · 1 REGRESSION · 2 BLESS REQUIRED · 3 INCONCLUSIVE · 4 ERROR
+metrics: membench-gate explain · docs: docs/gate.md, docs/suites.md"""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -33,7 +45,8 @@ def _common(parser: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="membench-gate", description=__doc__.splitlines()[0] if __doc__ else "")
+    parser = _Parser(prog="membench-gate", description=DESCRIPTION, epilog=EPILOG,
+                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"membench-gate {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
@@ -88,6 +101,14 @@ def build_parser() -> argparse.ArgumentParser:
                          help="update, recreate, or off (default: $MEMBENCH_COMMENT, else update)")
     comment.add_argument("--debug", action="store_true", help="show tracebacks")
 
+    show = commands.add_parser("show", help="one item: what was asked, the gold, what came back, "
+                                           "base vs head")
+    _common(show)
+    show.add_argument("target", metavar="CELL#ID", help="e.g. veto/files_known#scn-003")
+    show.add_argument("--results", type=Path, metavar="FILE",
+                      help="read the item from a results file instead of running its suite")
+    show.add_argument("--base-ref", metavar="REV", help="base commit (default: auto-detected)")
+
     explain = commands.add_parser("explain", help="the metric glossary")
     explain.add_argument("metric", nargs="?", help="one metric (default: all)")
     explain.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
@@ -97,13 +118,13 @@ def build_parser() -> argparse.ArgumentParser:
 def cmd_run(args: argparse.Namespace) -> int:
     from membench_gate.config import load_config
     from membench_gate.results import dumps_results, write_atomic
-    from membench_gate.runner import run, tty_progress
+    from membench_gate.runner import progress_reporter, run
     from membench_gate.summary import run_summary
 
     config = load_config(args.config).with_holdout(args.include_holdout)
     if args.suite:
         config = config.with_suites(args.suite)
-    results = run(config, tty_progress())
+    results = run(config, progress_reporter())
     if args.out:
         write_atomic(args.out, dumps_results(results))
     print(run_summary(results, args.out))
@@ -130,6 +151,12 @@ def cmd_comment(args: argparse.Namespace) -> int:
                    base=args.base, from_artifact=args.from_artifact, key=args.key, mode=args.mode)
 
 
+def cmd_show(args: argparse.Namespace) -> int:
+    from membench_gate.show import show
+
+    return show(args)
+
+
 def cmd_explain(args: argparse.Namespace) -> int:
     from membench_gate.metrics import explain
 
@@ -141,7 +168,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 
 COMMANDS = {"run": cmd_run, "check": cmd_check, "bless": cmd_bless, "comment": cmd_comment,
-            "explain": cmd_explain}
+            "show": cmd_show, "explain": cmd_explain}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -56,6 +56,14 @@ class FixtureDiff(BaseModel):
     changed: dict[str, list[str]] = Field(default_factory=dict)
 
 
+class Improvement(BaseModel):
+    """A gated metric that moved the good way against the base (``key`` as a breach's)."""
+
+    key: str
+    base: float
+    head: float
+
+
 class JustificationResult(BaseModel):
     status: Literal["not-needed", "passed", "failed", "missing"]
     text: str | None = None
@@ -75,6 +83,10 @@ class Verdict(BaseModel):
     allowed_regression: str | None = None
     newly_failed: dict[str, list[str]] = Field(default_factory=dict)
     fixed: dict[str, list[str]] = Field(default_factory=dict)
+    improvements: list[Improvement] = Field(default_factory=list)
+    # The committed baseline is this run's: improvements are banked, a later PR cannot give them
+    # back unseen. False when the committed baseline is still the base's (or absent).
+    banked: bool = False
     fixture_diff: FixtureDiff = Field(default_factory=FixtureDiff)
     justification_check: JustificationResult = Field(
         default_factory=lambda: JustificationResult(status="not-needed"))
@@ -96,6 +108,7 @@ class _Comparison:
     breaches: list[Breach] = field(default_factory=list)
     newly_failed: dict[str, list[str]] = field(default_factory=dict)
     fixed: dict[str, list[str]] = field(default_factory=dict)
+    improvements: list[Improvement] = field(default_factory=list)
     diff: FixtureDiff = field(default_factory=FixtureDiff)
     notes: list[str] = field(default_factory=list)
 
@@ -188,7 +201,8 @@ def _compare_cells(base: Baseline, actual: Baseline, same_hash: bool) -> _Compar
                     key=f"{cell_name}:{name}", kind="metric", base=_r(value), head=_r(head),
                     detail=f"{name} moved adversely: {round4(value)} → {round4(head)}"))
             elif _r(value) != _r(head):
-                out.notes.append(f"improved: {cell_name}:{name} {round4(value)} → {round4(head)}")
+                out.improvements.append(Improvement(key=f"{cell_name}:{name}", base=_r(value),
+                                                    head=_r(head)))
     for cell_name in sorted(set(actual.cells) - set(base.cells)):
         out.notes.append(f"new cell: {cell_name} (reported, not gated)")
     return out
@@ -301,6 +315,8 @@ def _compare(base: Baseline | None, committed: Baseline | None, actual: Baseline
         "breaches": hard + soft,
         "newly_failed": comparison.newly_failed,
         "fixed": comparison.fixed,
+        "improvements": comparison.improvements,
+        "banked": matches_run,
         "fixture_diff": comparison.diff,
         "justification_check": justification,
         "blessed": blessed and not hard and not bless_required,
@@ -329,10 +345,14 @@ def _judge_justification(committed: Baseline, base: Baseline,
     if sorted(set(given.breaches)) != keys:
         extra = sorted(set(given.breaches) - set(keys))
         lacking = sorted(set(keys) - set(given.breaches))
-        what = f"lacks {lacking[0]!r}" if lacking else f"lists {extra[0]!r}, not a breach now"
-        count = len(lacking) + len(extra)
-        failed = f"justification.breaches does not match this comparison: {what}" + \
-                 (f" (and {count - 1} more)" if count > 1 else "")
+        parts = []
+        if lacking:
+            more = f" and {len(lacking) - 1} more" if len(lacking) > 1 else ""
+            parts.append(f"lacks {lacking[0]!r}{more}")
+        if extra:
+            more = f" and {len(extra) - 1} more" if len(extra) > 1 else ""
+            parts.append(f"lists {extra[0]!r}{more}, not a breach now")
+        failed = "justification.breaches does not match this comparison: " + "; ".join(parts)
         return JustificationResult(status="failed", text=given.text, breaches=given.breaches,
                                    failed_check=failed), False
     base_text = base.justification.text if base.justification else None

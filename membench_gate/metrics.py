@@ -14,12 +14,14 @@ A metric may be gated only in some conditions (``gated_in``): NET(λ) is gated o
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Literal
+from typing import Any, Literal
 
 Direction = Literal["higher", "lower"]
 GateKind = Literal["gated", "zero", "report"]
+Unit = Literal["rate", "count"]
 
 
 @dataclass(frozen=True)
@@ -30,6 +32,9 @@ class Metric:
     kind: GateKind
     glossary: str
     gated_in: tuple[str, ...] = ()  # conditions where `kind` applies; empty = every condition
+    label: str = ""  # what people call it in a report ("k" is replaced by the suite's k); default
+    # derived from the name
+    unit: Unit = "rate"  # a rate moves in points (0.05 = 5 pts); a count moves in units
 
 
 # The cells each suite produces: "suite/condition". Floors and the report read this list.
@@ -50,10 +55,12 @@ REGISTRY: dict[str, Metric] = {
             "veto_recall_at_k", "veto", "higher", "gated",
             "Share of scenarios where the decision that rejected the tempting approach ranks in "
             "the top k for the task.",
+            label="veto recall@k",
         ),
         Metric(
             "mrr", "veto", "higher", "report",
             "Mean reciprocal rank of the vetoing decision (0 when it is not in the returned hits).",
+            label="MRR",
         ),
         Metric(
             "net_at_<λ>", "abstention", "higher", "gated",
@@ -65,22 +72,26 @@ REGISTRY: dict[str, Metric] = {
             "controls_passing", "abstention", "lower", "zero",
             "Number of abstention controls (floor off, shuffled ids) that did not fail; a control "
             "that passes means the suite cannot tell good from broken.",
+            label="controls not failing", unit="count",
         ),
         Metric("coverage", "abstention", "higher", "report",
                "Share of probes the system answered instead of abstaining."),
         Metric("correct", "abstention", "higher", "report",
-               "Probes answered (not abstained) with the gold fact in the top k."),
+               "Probes answered (not abstained) with the gold fact in the top k.", unit="count"),
         Metric("wrong", "abstention", "lower", "report",
                "Probes answered without the gold fact in the top k, or answered when nothing "
-               "stored answers them."),
+               "stored answers them.", unit="count"),
         Metric("abstain", "abstention", "lower", "report",
-               "Probes the system abstained on (right for unanswerable ones, a miss otherwise)."),
+               "Probes the system abstained on (right for unanswerable ones, a miss otherwise).",
+               unit="count"),
         Metric("crossover_lambda", "abstention", "higher", "report",
-               "The λ at which NET(λ) reaches 0 (correct / wrong); absent when nothing is wrong."),
+               "The λ at which NET(λ) reaches 0 (correct / wrong); absent when nothing is wrong.",
+               label="crossover λ", unit="count"),
         Metric(
             "know_to_ask_failure_rate", "push", "lower", "gated",
             "Share of turns that should inject a page where nothing from gold or acceptable "
             "was injected.",
+            label="know-to-ask failure rate",
         ),
         Metric("false_fire_rate", "push", "lower", "gated",
                "Share of stay-silent turns where something was injected anyway."),
@@ -92,9 +103,11 @@ REGISTRY: dict[str, Metric] = {
             "source_isolation_violations", "push", "lower", "zero",
             "Number of injected ids that belong to another source than the conversation's "
             "(e.g. a personal page in a work chat).",
+            label="source-isolation violations", unit="count",
         ),
         Metric("avg_injected_tokens", "push", "lower", "report",
-               "Mean number of whitespace tokens of page text injected per turn."),
+               "Mean number of whitespace tokens of page text injected per turn.",
+               label="injected tokens per turn", unit="count"),
         Metric(
             "write_back_fidelity", "writeback", "higher", "gated",
             "Share of gold facts of a conversation that the memory's own write path kept: a hit "
@@ -118,7 +131,8 @@ REGISTRY: dict[str, Metric] = {
     )
 }
 
-_UNKNOWN = Metric("?", "?", "higher", "report", "Not a metric of this version: shown, not gated.")
+_UNKNOWN = Metric("?", "?", "higher", "report", "Not a metric of this version: shown, not gated.",
+                  unit="count")
 
 
 def net_metric(lam: float) -> str:
@@ -140,6 +154,35 @@ def spec(name: str) -> Metric:
     if _NET.match(name):
         return REGISTRY["net_at_<λ>"]
     return _UNKNOWN
+
+
+def label(name: str, options: Mapping[str, Any] | None = None) -> str:
+    """What a person calls ``name`` in a report: ``veto recall@5``, ``NET(2)``, ``false fire rate``.
+
+    ``options`` is the suite's options table: its ``k`` replaces the ``k`` of ``@k`` labels.
+    """
+    match = _NET.match(name)
+    if match:
+        return f"NET({match.group('lam')})"
+    metric = spec(name)
+    text = metric.label if metric.label and metric is not _UNKNOWN else \
+        re.sub(r"_at_k$", "@k", name).replace("_", " ")
+    k = (options or {}).get("k")
+    if text.endswith("@k") and isinstance(k, int) and not isinstance(k, bool):
+        text = f"{text[:-1]}{k}"
+    return text
+
+
+def span(name: str) -> float:
+    """The width of a metric's usual range, so moves of different metrics compare: 1 for a rate,
+    1 + λ for NET(λ) (from −λ to 1), 1 for a count (compared only with other counts)."""
+    match = _NET.match(name)
+    return 1.0 + float(match.group("lam")) if match else 1.0
+
+
+def family(name: str) -> str:
+    """Metrics said once in a headline: every NET(λ) is one family."""
+    return "net_at_<λ>" if _NET.match(name) else name
 
 
 def gate_kind(cell: str, name: str) -> GateKind:

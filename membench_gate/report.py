@@ -1,55 +1,97 @@
 """The Markdown scoreboard: verdict + results → ``templates/scoreboard.md.j2``.
 
-One template serves the PR comment, the job summary and ``--report``. Logic code prepares data;
-the template says it. Every untrusted string (ids, the justification, notes quoting adapter
-messages) goes through :func:`escape_md`. When the Markdown would exceed the size limit of where it
-goes (in UTF-8 bytes), whole sections are dropped — long item lists first, then report-only metrics,
-then per-cell tables — with a note saying where the full report is. The report file itself is
-never cut.
+One template serves the PR comment, the job summary and ``--report``. Logic code prepares plain,
+unescaped data (:mod:`membench_gate.findings` says what it means); the template says it. Escaping
+happens in one place: the Jinja ``finalize`` hook escapes every value a template prints unless it is
+marked trusted (:class:`markupsafe.Markup`, made only by the ``code`` and ``html`` filters, which
+escape for their own context). So an id, a justification or an adapter message can never become
+Markdown, HTML, a mention or our comment marker, whichever template line prints it.
+
+When the Markdown would exceed the size limit of where it goes (in UTF-8 bytes), whole sections
+are dropped — long item lists first, then report-only metrics, then per-cell tables — with a note
+saying where the full report is. The report file itself is never cut.
 """
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass
 from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from markupsafe import Markup
 
-from membench_gate import metrics
+from membench_gate import findings, metrics
 from membench_gate.fixtures import data_dir
-from membench_gate.gate import HARD_KINDS, Verdict, breach_keys
+from membench_gate.gate import Verdict
 from membench_gate.results import Baseline, Results, round4
-from membench_gate.summary import config_flag, next_steps
 from membench_gate.summary import fmt as fmt_number
 
 COMMENT_LIMIT = 60_000
 SUMMARY_LIMIT = 1024 * 1024
-INLINE_IDS = 5
+INLINE_IDS = 5  # newly failed items explained in the open; the rest fold into <details>
 _ZWSP = "\u200b"
 _MARKER = re.compile(r"<!--|-->|membench-gate:v\d+", re.IGNORECASE)
 _MD_ESCAPES = {"\\": "\\\\", "|": "\\|", "[": "\\[", "]": "\\]", "*": "\\*", "_": "\\_",
                "~": "\\~", "&": "&amp;", "<": "&lt;", ">": "&gt;", "`": "&#96;"}
 _MD_CHARS = re.compile("[" + re.escape("".join(_MD_ESCAPES)) + "]")
+_HTML_ESCAPES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "`": "&#96;"}
+_HTML_CHARS = re.compile("[" + re.escape("".join(_HTML_ESCAPES)) + "]")
 # "@name" / "@org/team" mentions and "#123" issue references.
-_MENTION = re.compile(r"@(?=[A-Za-z0-9_-])|#(?=\d)")
-_ITEM_KINDS = ("newly-failed", "item-removed")
+# An "@" right after a letter or digit is an address or a label ("recall@5"), never a mention.
+_MENTION = re.compile(r"(?<![A-Za-z0-9])@(?=[A-Za-z0-9_-])|#(?=\d)")
 _LEVELS = ("full", "capped-lists", "no-item-lists", "gated-only", "summary", "minimal")
 _CAPPED_IDS = 1000  # ids per list at the "capped-lists" level
-_SUMMARY_ROWS = 20  # cells, groups, breaches and notes kept at the "summary" level
+_SUMMARY_ROWS = 20  # cells, breaches and notes kept at the "summary" level
+_BREACH_ROWS = 50  # breach rows in the open; the rest fold
 _HEX = re.compile(r"^[0-9a-f]{1,64}$")
-_NET = re.compile(r"^net_at_(\d+(?:\.\d+)?)$")
+_ASKED_CHARS = 240
+# Mermaid xychart-beta draws lines in palette order: base first, head second.
+BASE_COLOUR, HEAD_COLOUR = "#57606a", "#0969da"
+
+_TITLES = {"pass": "✅ PASS", "regression": "❌ REGRESSION", "bless-required": "⚠️ BLESS REQUIRED",
+           "inconclusive": "❔ INCONCLUSIVE", "error": "⛔ ERROR"}
+_MODE_WORDS = {
+    "same-hash": "Same fixtures and suite options as the base, so every gold item is compared one "
+                 "to one.",
+    "corpus-bless": "The fixtures or suite options changed since the base: the new numbers need a "
+                    "bless, and items whose content is unchanged are still compared one to one.",
+    "bootstrap": "There is no baseline at the base commit: this pull request introduces one.",
+}
+_HOW_WORDS = {
+    "explicit": "given with --base-ref",
+    "merge-commit-parent": "first parent of GitHub's merge commit",
+    "event-base-sha": "the pull request's base commit",
+    "remote-default-branch": "tip of the remote's default branch",
+    "local-branch": "tip of the local default branch",
+}
+
+
+def _inert(text: str) -> str:
+    """Strip our comment marker and defuse mentions and issue references."""
+    text = _MARKER.sub("", text)
+    # A zero-width space after @ and # keeps "@org/team" and "#123" from linking or notifying.
+    return _MENTION.sub(lambda m: m.group(0) + _ZWSP, text)
 
 
 def escape_md(value: Any) -> str:
     """Make untrusted text inert in GitHub Markdown: HTML, table pipes, code spans, mentions,
     issue references and our own comment marker cannot take effect."""
-    text = " ".join(str(value).split())
-    text = _MARKER.sub("", text)
-    # A zero-width space after @ and # keeps "@org/team" and "#123" from linking or notifying.
-    text = _MENTION.sub(lambda m: m.group(0) + _ZWSP, text)
+    text = _inert(" ".join(str(value).split()))
     return _MD_CHARS.sub(lambda m: _MD_ESCAPES[m.group(0)], text)
+
+
+def escape_html(value: Any) -> Markup:
+    """Untrusted text inside an HTML element (``<summary>``), where Markdown is not parsed."""
+    text = _inert(" ".join(str(value).split()))
+    return Markup(_HTML_CHARS.sub(lambda m: _HTML_ESCAPES[m.group(0)], text))
+
+
+def code_line(value: Any) -> Markup:
+    """A line inside a fenced code block: no backticks and no line breaks (nothing can close the
+    fence), no marker. Mentions do not work in code blocks, so the line stays pasteable."""
+    text = " ".join(_MARKER.sub("", str(value)).replace("`", "'").split())
+    return Markup(text)
 
 
 def fmt(value: Any) -> str:
@@ -59,23 +101,14 @@ def fmt(value: Any) -> str:
     return escape_md(value)
 
 
-@dataclass(frozen=True)
-class Row:
-    metric: str
-    base: str
-    head: str
-    delta: str
-    gate: str
-
-
-def _delta(name: str, base: float | None, head: float | None) -> str:
-    if base is None or head is None:
-        return "—"
-    diff = round4(float(round4(head)) - float(round4(base)))
-    if diff == 0:
-        return "0"
-    arrow = "▲" if diff > 0 else "▼"
-    return f"{arrow} {'+' if diff > 0 else ''}{diff}"
+def _finalize(value: Any) -> Any:
+    """Every ``{{ … }}`` of the templates passes here: trusted markup as it is, numbers
+    formatted, anything else escaped."""
+    if isinstance(value, Markup):
+        return str(value)
+    if value is None or (isinstance(value, (int, float)) and not isinstance(value, bool)):
+        return fmt_number(value)
+    return escape_md(value)
 
 
 def _hex(value: str | None) -> str | None:
@@ -83,138 +116,160 @@ def _hex(value: str | None) -> str | None:
     return value[:12] if value and _HEX.match(value) else None
 
 
-def _gate_cell(cell: str, name: str, base: float | None, head: float | None,
-               breached: set[str], blessed: bool) -> str:
+@dataclass(frozen=True)
+class Row:
+    metric: str
+    base: Any
+    head: Any
+    delta: str
+    mark: str
+    gate: str
+
+
+def _gate_text(cell: str, name: str, base: Any, head: Any, breached: set[str],
+               blessed: bool) -> str:
     kind = metrics.gate_kind(cell, name)
     if kind == "report":
         return "report"
-    if f"{cell}:{name}" in breached:
-        return f"✅ {kind}, blessed" if blessed else f"❌ {kind}"
-    if kind == "gated" and base is not None and head is not None and \
-            metrics.is_adverse(name, float(round4(base)), float(round4(head))):
-        return f"✅ {kind}, blessed" if blessed else f"❌ {kind}"
-    return f"✅ {kind}"
+    words = "must be 0" if kind == "zero" else "gated"
+    bad = f"{cell}:{name}" in breached or (
+        kind == "gated" and findings.judgement(name, base, head) == "worse")
+    if bad:
+        return f"✅ {words}, blessed" if blessed and kind == "gated" else f"❌ {words}"
+    return f"✅ {words}"
 
 
-_KIND_ORDER = {"zero": 0, "gated": 1, "report": 2}
+def _mark(cell: str, name: str, base: Any, head: Any) -> str:
+    word = findings.judgement(name, base, head)
+    if not word:
+        return ""
+    if metrics.gate_kind(cell, name) == "report":
+        return word
+    return "🟢 better" if word == "better" else "🔴 worse"
 
 
-def _metric_order(cell: str, name: str) -> tuple[int, str, float]:
-    """Invariants first, then gated, then report metrics; NET(λ) in numeric order of λ."""
-    match = _NET.match(name)
-    lam = float(match.group(1)) if match else 0.0
-    return _KIND_ORDER[metrics.gate_kind(cell, name)], "net_at_" if match else name, lam
+def _is_control(cell: str) -> bool:
+    return cell.partition("/")[2].startswith("control")
 
 
 def _cells(verdict: Verdict, results: Results, base: Baseline | None,
            gated_only: bool) -> list[dict[str, Any]]:
     breached = {b.key for b in verdict.breaches}
-    names = sorted(set(results.cells) | set(base.cells if base else ()))
+    source = results if results.cells else base
     out = []
-    for cell in names:
+    for cell in sorted(set(results.cells) | set(base.cells if base else ())):
         now = results.cells.get(cell)
         before = base.cells.get(cell) if base else None
-        metric_names = sorted(set(now.metrics if now else ()) | set(before.metrics if before
-                                                                      else ()),
-                              key=lambda m, c=cell: _metric_order(c, m))
+        names = sorted(set(now.metrics if now else ()) | set(before.metrics if before else ()),
+                       key=lambda m, c=cell: findings.metric_order(c, m))
         rows = []
-        for name in metric_names:
+        for name in names:
             if gated_only and metrics.gate_kind(cell, name) == "report":
                 continue
             b = before.metrics.get(name) if before else None
             h = now.metrics.get(name) if now else None
-            rows.append(Row(escape_md(name), fmt(b), fmt(h), _delta(name, b, h),
-                            _gate_cell(cell, name, b, h, breached, verdict.blessed)))
+            rows.append(Row(findings.metric_label(name, cell, source), b, h,
+                            findings.delta_text(name, b, h), _mark(cell, name, b, h),
+                            _gate_text(cell, name, b, h, breached, verdict.blessed)))
         hit = any(key == cell or key.startswith((f"{cell}:", f"{cell}#")) for key in breached)
         bad = hit or any(r.gate.startswith("❌") for r in rows)
-        if now is None:
-            status = "❔ missing"
-        elif bad and verdict.blessed and not any(r.gate.startswith("❌") for r in rows):
-            status = "✅ blessed"
-        else:
-            status = "❌" if bad else "✅"
         out.append({
-            "name": escape_md(cell),
+            "name": cell,
             "rows": rows,
             "passed": (now.gold_total - len(now.failed)) if now else None,
             "gold_total": now.gold_total if now else None,
             "missing": now is None,
             "newly_failed": len(verdict.newly_failed.get(cell, ())),
             "fixed": len(verdict.fixed.get(cell, ())),
-            "status": status,
-            "ok": status == "✅",
+            "control": _is_control(cell),
+            "bad": bad,
+            "changed": any(r.mark for r in rows),
         })
     return out
 
 
+def _controls(cells: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """Controls that fail as designed are said in one line; one that does not gets its table."""
+    controls = [c for c in cells if c["control"]]
+    if not controls:
+        return None
+    return {"fine": [c["name"] for c in controls if not c["bad"] and not c["missing"]],
+            "broken": [c["name"] for c in controls if c["bad"] or c["missing"]]}
+
+
 def _net_chart(results: Results, base: Baseline | None) -> dict[str, Any] | None:
-    cell = "abstention/default"
-    now = results.cells.get(cell)
-    if now is None:
+    """The NET(λ) chart, only where it says more than the table: at least three λ, a base to
+    compare with, and a curve that moved."""
+    points = findings.net_points(results, base)
+    if len(points) < 3 or any(b is None for _, b, _ in points):
         return None
-    before = base.cells.get(cell) if base else None
-    lams = sorted((float(m.group(1)), n) for n in now.metrics if (m := _NET.match(n))
-                  and math.isfinite(float(m.group(1))))
-    if not lams:
+    if all(findings.delta("net", b, h) == 0 for _, b, h in points):
         return None
-    rows = [{"lam": metrics.format_number(lam), "base": before.metrics.get(n) if before else None,
-             "head": now.metrics[n]} for lam, n in lams]
-    values = [float(round4(v)) for r in rows for v in (r["base"], r["head"]) if v is not None]
+    values = [float(round4(v)) for _, b, h in points for v in (b, h)]
     low, high = min([*values, 0.0]), max([*values, 0.0])
     return {
-        "rows": [{"lam": r["lam"], "base": fmt(r["base"]), "head": fmt(r["head"]),
-                  "delta": _delta("net", r["base"], r["head"])} for r in rows],
-        "x": ", ".join(f'"{r["lam"]}"' for r in rows),
+        "x": ", ".join(f'"{lam}"' for lam, _, _ in points),
         "y_min": round4(low - 0.1), "y_max": round4(high + 0.1),
-        "base_line": ", ".join(fmt(r["base"]) for r in rows)
-        if all(r["base"] is not None for r in rows) else None,
-        "head_line": ", ".join(fmt(r["head"]) for r in rows),
+        "base_line": ", ".join(fmt_number(b) for _, b, _ in points),
+        "head_line": ", ".join(fmt_number(h) for _, _, h in points),
+        "palette": f"{BASE_COLOUR}, {HEAD_COLOUR}",
     }
 
 
-@dataclass(frozen=True)
-class _Prepared:
-    """The expensive part, done once for every level: escaped id lists."""
-
-    newly_failed: list[dict[str, Any]]
-    fixed: list[dict[str, Any]]
-    diff: dict[str, list[dict[str, Any]]]
+def _k(results: Results, cell: str) -> int | None:
+    k = findings.suite_options(results, cell).get("k")
+    return k if isinstance(k, int) and not isinstance(k, bool) else None
 
 
-def _id_lists(groups: dict[str, list[str]]) -> list[dict[str, Any]]:
-    return [{"cell": escape_md(cell), "count": len(ids), "ids": [escape_md(i) for i in ids]}
-            for cell, ids in sorted(groups.items())]
+def _stories(verdict: Verdict, results: Results, level: str) -> dict[str, Any]:
+    """Newly failed items: the first few with why, the rest as ids (maybe capped)."""
+    flat = [(cell, i) for cell, ids in sorted(verdict.newly_failed.items()) for i in ids]
+    explained = []
+    for cell, item in flat[:INLINE_IDS]:
+        story = findings.item_story(results, cell, item)
+        asked = story.asked if story else None
+        if asked and len(asked) > _ASKED_CHARS:
+            asked = asked[:_ASKED_CHARS].rstrip() + "…"
+        explained.append({"key": f"{cell}#{item}", "asked": asked,
+                          "why": story.why(_k(results, cell)) if story else
+                          "no per-item detail in these results"})
+    rest = flat[INLINE_IDS:]
+    cap = {"full": None, "capped-lists": _CAPPED_IDS}.get(level, 0)
+    shown = rest if cap is None else rest[:cap]
+    groups: dict[str, list[str]] = {}
+    for cell, item in shown:
+        groups.setdefault(cell, []).append(item)
+    return {"total": len(flat), "explained": explained,
+            "rest": [{"cell": c, "ids": ids} for c, ids in groups.items()],
+            "rest_count": len(shown), "hidden": len(rest) - len(shown)}
 
 
-def _prepare(verdict: Verdict) -> _Prepared:
-    return _Prepared(
-        newly_failed=_id_lists(verdict.newly_failed),
-        fixed=_id_lists(verdict.fixed),
-        diff={bucket: _id_lists(getattr(verdict.fixture_diff, bucket))
-              for bucket in ("added", "removed", "changed")},
-    )
-
-
-def _shown(groups: list[dict[str, Any]], level: str) -> list[dict[str, Any]]:
-    """Id groups cut for a level: the first few inline, the rest (maybe capped) folded."""
-    rest_cap = {"full": None, "capped-lists": _CAPPED_IDS}.get(level, 0)
-    kept = groups if level not in ("summary", "minimal") else groups[:_SUMMARY_ROWS]
+def _id_groups(groups: dict[str, list[str]], level: str) -> list[dict[str, Any]]:
+    cap = {"full": None, "capped-lists": _CAPPED_IDS}.get(level, 0)
     out = []
-    for group in kept:
-        ids = group["ids"]
-        rest = ids[INLINE_IDS:] if rest_cap is None else ids[INLINE_IDS:INLINE_IDS + rest_cap]
-        out.append({"cell": group["cell"], "count": group["count"],
-                    "inline": ids[:INLINE_IDS], "rest": rest,
-                    "hidden": len(ids) - INLINE_IDS - len(rest) if len(ids) > INLINE_IDS else 0})
+    for cell, ids in sorted(groups.items()):
+        inline, rest = ids[:INLINE_IDS], ids[INLINE_IDS:]
+        kept = rest if cap is None else rest[:cap]
+        out.append({"cell": cell, "count": len(ids), "inline": inline, "rest": kept,
+                    "hidden": len(rest) - len(kept)})
     return out
+
+
+_EASING_KINDS = ("item-eased", "item-removed", "corpus-removed")
+
+
+def _easing(verdict: Verdict) -> list[str]:
+    """Breaches that make the test easier (DESIGN §6 rule 7), named beside the fixture diff."""
+    return [b.key for b in verdict.breaches
+            if b.kind in _EASING_KINDS or ":option:" in b.key or b.kind.startswith("option")]
 
 
 def _environment() -> Environment:
     env = Environment(loader=FileSystemLoader(str(data_dir() / "templates")),
                       undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True,
-                      trim_blocks=True, lstrip_blocks=True)
-    env.filters["md"] = escape_md
-    env.filters["num"] = fmt
+                      trim_blocks=True, lstrip_blocks=True, finalize=_finalize)
+    env.filters["code"] = code_line
+    env.filters["html"] = escape_html
     return env
 
 
@@ -222,76 +277,78 @@ _EMPTY = Results(schema_version=1, fixtures_hash="", config={}, cells={}, receip
 
 
 def context(verdict: Verdict, results: Results | None, base: Baseline | None, *, level: str,
-            full_report: str | None = None, prepared: _Prepared | None = None) -> dict[str, Any]:
-    """Everything the template shows, already escaped; ``level`` says which sections to keep."""
-    prepared = prepared or _prepare(verdict)
+            full_report: str | None = None) -> dict[str, Any]:
+    """Everything the template shows, as plain data; ``level`` says which sections to keep."""
     check = verdict.justification_check
     ran = results is not None
     results = results or _EMPTY  # the gate could not run: the reason and how to reproduce
     short = level in ("summary", "minimal")
-    overview = _cells(verdict, results, base, gated_only=True)
-    breaches = [{"key": escape_md(b.key), "kind": b.kind, "base": fmt(b.base),
-                 "head": fmt(b.head), "detail": escape_md(b.detail)}
-                for b in verdict.breaches if b.kind not in _ITEM_KINDS]
-    notes = [escape_md(n) for n in verdict.notes]
-    base_sha = verdict.base.sha if verdict.base.sha and _HEX.match(verdict.base.sha) else None
+    ranked = findings.ranked_breaches(verdict, results, base)
+    cells = _cells(verdict, results, base, gated_only=level not in ("full", "capped-lists",
+                                                                     "no-item-lists"))
+    base_sha = _hex(verdict.base.sha)
+    full_sha = verdict.base.sha if verdict.base.sha and _HEX.match(verdict.base.sha) else None
+    first_item = next(((c, i) for c, ids in sorted(verdict.newly_failed.items()) for i in ids),
+                      None)
+    if first_item is None and results.items:
+        cell = sorted(results.items)[0]
+        first_item = (cell, sorted(results.items[cell])[0]) if results.items[cell] else None
+    # The first note is the headline when nothing else can be; it is not repeated below.
+    said = {findings.headline(verdict, ranked, results, base)}
+    notes = [n for n in verdict.notes if n not in said
+             and n != "breaches blessed by the committed justification"]
+    gains = findings.improvement_rows(verdict, results, base)
+    unbanked = verdict.verdict == "pass" and bool(gains or verdict.fixed) and not verdict.banked
     return {
         "verdict": verdict,
         "level": level,
-        "title": {"pass": "✅ PASS", "regression": "❌ REGRESSION",
-                  "bless-required": "⚠️ BLESS REQUIRED", "inconclusive": "❔ INCONCLUSIVE",
-                  "error": "⛔ ERROR"}[verdict.verdict],
-        "base_sha": _hex(base_sha),
-        "base_ref": escape_md(verdict.base.ref) if verdict.base.ref else None,
-        "base_how": verdict.base.how,
+        "title": _TITLES[verdict.verdict],
+        "headline": findings.headline(verdict, ranked, results, base),
+        "mode_words": _MODE_WORDS.get(verdict.mode or "", ""),
+        "base_sha": base_sha,
+        "base_ref": verdict.base.ref,
+        "base_how": _HOW_WORDS.get(verdict.base.how or "", verdict.base.how),
         "head_sha": _hex(results.receipt.git_sha),
         "fixtures_hash": _hex(results.fixtures_hash),
         "base_hash": _hex(base.fixtures_hash) if base else None,
-        "breaches": breaches[:_SUMMARY_ROWS] if short else breaches,
-        "breaches_hidden": max(0, len(breaches) - _SUMMARY_ROWS) if short else 0,
-        "item_breaches": {kind: sum(1 for b in verdict.breaches if b.kind == kind)
-                          for kind in _ITEM_KINDS},
-        "hard": breach_keys(verdict, HARD_KINDS),
-        "invariants": [] if level == "minimal" else [
-            {"cell": escape_md(c), "metric": escape_md(m), "value": fmt(v), "ok": round4(v) == 0}
-            for c, cell in sorted(results.cells.items()) for m, v in sorted(cell.metrics.items())
-            if metrics.gate_kind(c, m) == "zero"],
-        "overview": [c for c in overview if not (short and c["ok"])][:_SUMMARY_ROWS]
-        if short else overview,
-        "overview_hidden": sum(1 for c in overview if c["ok"]) if short else 0,
-        "cells": _cells(verdict, results, base, gated_only=level != "full")
-        if level in ("full", "capped-lists", "no-item-lists", "gated-only") else [],
+        "breaches": ranked[:_SUMMARY_ROWS] if short else ranked,
+        "breaches_hidden": max(0, len(ranked) - _SUMMARY_ROWS) if short else 0,
+        "breach_rows": _BREACH_ROWS,
+        "cells": [c for c in cells if not c["control"] or c["bad"]]
+        if level != "minimal" else [],
+        "cells_cut": short,
+        "controls": _controls(cells),
         "net": _net_chart(results, base) if not short else None,
-        "newly_failed": _shown(prepared.newly_failed, level) if level != "minimal" else [],
-        "fixed": _shown(prepared.fixed, level) if level != "minimal" else [],
-        "diff": {bucket: _shown(groups, level) if level != "minimal" else []
-                 for bucket, groups in prepared.diff.items()},
-        "justification": {"status": check.status,
-                          "text": escape_md(check.text) if check.text else None,
-                          "failed": escape_md(check.failed_check) if check.failed_check else None},
+        "stories": _stories(verdict, results, level) if level != "minimal" else None,
+        "gains": gains,
+        "fixed": _id_groups(verdict.fixed, level) if level != "minimal" else [],
+        "unbanked": unbanked,
+        "bank": "membench-gate bless" + findings.config_flag(verdict),
+        "diff": {bucket: _id_groups(getattr(verdict.fixture_diff, bucket), level)
+                 if level != "minimal" else []
+                 for bucket in ("added", "removed", "changed")},
+        "easing": _easing(verdict),
+        "justification": {"status": check.status, "text": check.text,
+                          "failed": check.failed_check},
         "notes": notes[:_SUMMARY_ROWS if level == "summary" else 3] if short else notes,
-        "steps": [_plain(s) for s in next_steps(verdict)],
-        "reproduce": _plain("membench-gate check" + config_flag(verdict)
-                            + (f" --base-ref {base_sha}" if base_sha else "")),
+        # Banking is said in its own section, with its command.
+        "steps": [] if unbanked else findings.next_steps(verdict, results, base),
+        "reproduce": "membench-gate check" + findings.config_flag(verdict)
+        + (f" --base-ref {full_sha}" if full_sha else ""),
+        "show": findings.show_command(verdict, *first_item, full_sha) if first_item else None,
         "truncated": ran and level != "full",
-        "full_report": escape_md(full_report) if full_report else None,
+        "full_report": full_report,
     }
-
-
-def _plain(command: str) -> str:
-    """A line for a code block: no backticks, no line breaks (nothing can close the fence)."""
-    return " ".join(command.replace("`", "'").split())
 
 
 def render(verdict: Verdict, results: Results | None, base: Baseline | None, *,
            limit: int | None = SUMMARY_LIMIT, full_report: str | None = None) -> str:
     """The scoreboard Markdown; with a ``limit`` (UTF-8 bytes), cut by whole sections to fit."""
     template = _environment().get_template("scoreboard.md.j2")
-    prepared = _prepare(verdict)
     text = ""
     for level in _LEVELS:
         text = template.render(**context(verdict, results, base, level=level,
-                                         full_report=full_report, prepared=prepared))
+                                         full_report=full_report))
         if limit is None or len(text.encode("utf-8")) <= limit:
             return text
     # Even the minimal scoreboard is too big (only absurd limits): keep whole lines that fit.

@@ -5,8 +5,9 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, TextIO
 
 from membench_gate import __version__
 from membench_gate.adapter import AdapterSession, load_adapter
@@ -27,17 +28,56 @@ def _git_sha(config: Config) -> str | None:
     return sha if out.returncode == 0 and len(sha) == 40 else None
 
 
-def tty_progress() -> Progress | None:
-    """Per-item progress on stderr, only when stderr is a terminal."""
-    if not sys.stderr.isatty():
-        return None
+PROGRESS_INTERVAL = 10.0  # seconds between progress lines outside a terminal (DESIGN §8)
 
-    def report(suite: str, done: int, total: int) -> None:
-        end = "\n" if done == total else ""
-        sys.stderr.write(f"\r{suite}: {done}/{total}{end}")
-        sys.stderr.flush()
 
-    return report
+class ProgressReporter:
+    """Progress of a run on stderr: a live line on a terminal; elsewhere (CI logs) one line per
+    suite when it ends and, while it runs, at most one line every ``interval`` seconds with
+    done/total and an estimate of the time left. ``done``/``total`` count the adapter calls a
+    suite makes (the abstention suite asks every probe twice: once for itself, once for the
+    shuffled-ids control)."""
+
+    def __init__(self, stream: TextIO, tty: bool, interval: float = PROGRESS_INTERVAL,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.stream, self.tty, self.interval, self.clock = stream, tty, interval, clock
+        self.suite: str | None = None
+        self.started = self.last = 0.0
+
+    def __call__(self, suite: str, done: int, total: int) -> None:
+        now = self.clock()
+        if suite != self.suite:
+            self.suite, self.started = suite, now
+            if not self.tty:
+                self.last = max(self.last, now - self.interval / 2)  # not at once at the start
+        elapsed = now - self.started
+        if self.tty:
+            end = "\n" if done >= total else ""
+            self.stream.write(f"\r\x1b[K{suite}: {done}/{total}{self._eta(done, total, elapsed)}"
+                              f"{end}")
+        elif done >= total:
+            self.stream.write(f"{suite}: {total}/{total} adapter calls done in {elapsed:.1f}s\n")
+        elif now - self.last >= self.interval:
+            self.last = now
+            self.stream.write(f"{suite}: {done}/{total} adapter calls"
+                              f"{self._eta(done, total, elapsed)}\n")
+        else:
+            return
+        self.stream.flush()
+
+    @staticmethod
+    def _eta(done: int, total: int, elapsed: float) -> str:
+        if done <= 0 or done >= total or elapsed < 1:
+            return ""
+        left = elapsed / done * (total - done)
+        return f", about {left:.0f}s left" if left < 120 else f", about {left / 60:.0f} min left"
+
+
+def progress_reporter(stream: TextIO | None = None) -> Progress:
+    """Progress on stderr (or ``stream``): live on a terminal, periodic lines elsewhere."""
+    out = stream or sys.stderr
+    isatty = getattr(out, "isatty", None)
+    return ProgressReporter(out, bool(isatty and isatty()))
 
 
 def measure(config: Config) -> tuple[str, dict[str, Any]]:

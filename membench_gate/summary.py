@@ -1,11 +1,16 @@
-"""Short plain-text summaries for the terminal (the Markdown report lives in report.py)."""
+"""Short plain-text summaries for the terminal (the Markdown report lives in report.py).
+
+The terminal says what the scoreboard says, in the same order (see :mod:`membench_gate.findings`):
+the verdict and its headline, the breaches most severe first, why the first newly failed items
+failed, then commands that work as printed.
+"""
 
 from __future__ import annotations
 
-import shlex
 from pathlib import Path
 
-from membench_gate.gate import HARD_KINDS, Verdict, breach_keys
+from membench_gate import findings
+from membench_gate.gate import Verdict
 from membench_gate.metrics import gate_kind
 from membench_gate.results import Results, round4
 
@@ -17,14 +22,25 @@ def fmt(value: float | None) -> str:
     return str(round4(value))
 
 
+def _cell_line(name: str, results: Results) -> str:
+    cell = results.cells[name]
+    passed = cell.gold_total - len(cell.failed)
+    if name.partition("/")[2].startswith("control"):
+        # A control's one gold item is "the control fails": say that, not "1/1 passed".
+        state = "fails as designed" if not cell.failed else \
+            "does NOT fail: the suite cannot tell a broken memory from a working one"
+        return f"  {name}: control {state}"
+    shown = [f"{m}={fmt(v)}" for m, v in sorted(cell.metrics.items(),
+                                                 key=lambda mv: findings.metric_order(name, mv[0]))
+             if gate_kind(name, m) != "report"]
+    return f"  {name}: {passed}/{cell.gold_total} gold items pass" + \
+        (f"  {' '.join(shown)}" if shown else "")
+
+
 def run_summary(results: Results, out: Path | None) -> str:
-    lines = [f"fixtures_hash {results.fixtures_hash[:12]}  ({len(results.cells)} cells, "
-             f"{results.receipt.duration_s or 0:.1f}s)"]
-    for name, cell in sorted(results.cells.items()):
-        shown = [f"{m}={fmt(v)}" for m, v in sorted(cell.metrics.items())
-                 if gate_kind(name, m) != "report"]
-        lines.append(f"  {name}: {cell.gold_total - len(cell.failed)}/{cell.gold_total} passed"
-                     + (f"  {' '.join(shown)}" if shown else ""))
+    lines = [f"{len(results.cells)} cells measured in {results.receipt.duration_s or 0:.1f}s "
+             f"(fixtures hash {results.fixtures_hash[:12]})"]
+    lines += [_cell_line(name, results) for name in sorted(results.cells)]
     if out is not None:
         lines.append(f"results written to {out}")
     return "\n".join(lines)
@@ -33,75 +49,66 @@ def run_summary(results: Results, out: Path | None) -> str:
 _TITLES = {"pass": "PASS", "regression": "REGRESSION", "bless-required": "BLESS REQUIRED",
            "inconclusive": "INCONCLUSIVE", "error": "ERROR"}
 _SHOWN = 10
+_EXPLAINED = 3
+_MODE = {"same-hash": "same fixtures and options as the base: items compared one to one",
+         "corpus-bless": "fixtures or suite options changed since the base: a bless is needed",
+         "bootstrap": "no baseline at the base commit"}
+
+def _value(value: object) -> str:
+    return fmt(value) if isinstance(value, (int, float)) and not isinstance(value, bool) \
+        else ("—" if value is None else str(value))
 
 
-def config_flag(verdict: Verdict) -> str:
-    """`` --config PATH`` when the check did not use the default config."""
-    config = verdict.config or "membench.toml"
-    if config in ("membench.toml", "./membench.toml"):
-        return ""
-    return " --config " + (shlex.quote(config) if config else "")
+def verdict_summary(verdict: Verdict, results: Results, base: object = None) -> str:
+    """The concise terminal report of ``check``: the same order as the scoreboard."""
+    from membench_gate.results import Baseline
 
-
-def _named(keys: list[str]) -> str:
-    """The metrics or cells a justification must name, briefly."""
-    named = sorted({k.partition("#")[0] for k in keys})
-    return ", ".join(named[:3]) + (f" and {len(named) - 3} more" if len(named) > 3 else "")
-
-
-def next_steps(verdict: Verdict) -> list[str]:
-    """What to do about this verdict, as commands a person can paste."""
-    cfg = config_flag(verdict)
-    keys = breach_keys(verdict)
-    hard = breach_keys(verdict, HARD_KINDS)
-    if verdict.verdict == "bless-required":
-        why = f' --justification "<why {_named(keys)} changed, naming it>"' if keys else ""
-        return ["# the measurement changed or the committed baseline does not match this run:",
-                f"membench-gate bless{cfg}{why}",
-                "# then commit the baseline file"]
-    if verdict.verdict == "regression" and hard:
-        return ["# fix the code: zero-gated invariants and floors cannot be blessed or waived"]
-    if verdict.verdict == "regression" and keys:
-        named = _named(keys)
-        return [
-            "# fix the regression, or accept it on purpose with a justification that names it:",
-            f'membench-gate bless{cfg} --justification "<why {named} got worse>"',
-            "# or, locally only, try it out without a baseline change:",
-            f'membench-gate check{cfg} --allow-regression "<reason>"',
-        ]
-    if verdict.verdict == "inconclusive":
-        return ["# nothing was compared: fix the reason above (or rerun without --results)"]
-    return []
-
-
-def verdict_summary(verdict: Verdict, results: Results) -> str:
-    """The concise terminal report of ``check``."""
-    base = verdict.base
-    where = f"base {base.sha[:12]} ({base.ref}, found by {base.how})" if base.sha else "no base commit"
-    lines = [f"membench-gate: {_TITLES[verdict.verdict]} (exit {verdict.exit_code})"
-             + (f" — mode {verdict.mode}" if verdict.mode else ""),
-             f"  {where}; head fixtures_hash {results.fixtures_hash[:12]}"]
-    if verdict.blessed:
-        lines.append("  breaches blessed by the committed justification")
+    base_line = base if isinstance(base, Baseline) else None
+    ranked = findings.ranked_breaches(verdict, results, base_line)
+    info = verdict.base
+    where = f"base {info.sha[:12]}" + (f" ({info.ref}, {info.how})" if info.ref else "") \
+        if info.sha else "no base commit"
+    lines = [f"membench-gate: {_TITLES[verdict.verdict]} (exit {verdict.exit_code})",
+             f"  {findings.headline(verdict, ranked, results, base_line)}",
+             f"  {where}" + (f"; {_MODE[verdict.mode]}" if verdict.mode in _MODE else "")]
     if verdict.allowed_regression:
         lines.append(f"  regression allowed locally: {verdict.allowed_regression}")
-    if verdict.breaches:
-        lines.append(f"  breaches ({len(verdict.breaches)}):")
-        for breach in verdict.breaches[:_SHOWN]:
-            lines.append(f"    {breach.key} [{breach.kind}] {breach.detail}")
-        if len(verdict.breaches) > _SHOWN:
-            lines.append(f"    … and {len(verdict.breaches) - _SHOWN} more (see --json)")
-    for cell, ids in sorted(verdict.newly_failed.items()):
-        shown = ", ".join(ids[:_SHOWN]) + (f", … (+{len(ids) - _SHOWN})" if len(ids) > _SHOWN
-                                           else "")
-        lines.append(f"  newly failed in {cell}: {shown}")
+    if ranked:
+        lines.append(f"  breaches ({len(verdict.breaches)}), most severe first:")
+        width = max(len(r.what) for r in ranked[:_SHOWN])
+        for row in ranked[:_SHOWN]:
+            if row.group == findings.ITEMS:
+                lines.append(f"    {row.what}: {row.detail}")
+            else:
+                move = f"{_value(row.base)} → {_value(row.head)}"
+                lines.append(f"    {row.what:<{width}}  {move}  {row.delta}")
+        if len(ranked) > _SHOWN:
+            lines.append(f"    … and {len(ranked) - _SHOWN} more rows (--json or --report has "
+                         "them all)")
+    flat = [(cell, i) for cell, ids in sorted(verdict.newly_failed.items()) for i in ids]
+    if flat:
+        lines.append(f"  why the first newly failing items fail ({len(flat)} in all):")
+        for cell, item in flat[:_EXPLAINED]:
+            story = findings.item_story(results, cell, item)
+            k = findings.suite_options(results, cell).get("k")
+            why = story.why(k if isinstance(k, int) else None) if story else "no detail recorded"
+            lines.append(f"    {cell}#{item}: {why}")
+    gains = findings.improvement_rows(verdict, results, base_line)
+    for gain in gains[:_SHOWN]:
+        lines.append(f"  improved: {gain.what} {fmt(gain.base)} → {fmt(gain.head)} "
+                     f"{gain.delta}")
     for cell, ids in sorted(verdict.fixed.items()):
-        lines.append(f"  fixed in {cell}: {len(ids)} item{'s' if len(ids) != 1 else ''}")
+        lines.append(f"  fixed on {cell}: {len(ids)} item{'s' if len(ids) != 1 else ''}")
     check = verdict.justification_check
     if check.status in ("failed", "missing"):
         lines.append(f"  justification: {check.failed_check or 'missing'}")
-    lines += [f"  note: {note}" for note in verdict.notes]
-    steps = next_steps(verdict)
+    said = {lines[1].strip()}
+    lines += [f"  note: {note}" for note in verdict.notes
+              if note not in said and note != "breaches blessed by the committed justification"]
+    steps = findings.next_steps(verdict, results, base_line)
+    if flat:
+        steps = ["# what was asked, the gold and what came back for one item:",
+                 findings.show_command(verdict, *flat[0], info.sha), *steps]
     if steps:
         lines.append("  next:")
         lines += [f"    {step}" for step in steps]

@@ -1,0 +1,131 @@
+"""Render the scoreboard of a realistic pull request and screenshot it as GitHub would show it.
+
+Not run by CI: a way for anyone changing the templates to *look* at the result. It runs the
+built-in suites twice — the reference memory as the base, and a weakened one (fewer embedding
+dimensions, so more hash collisions) as the head — gates the head against the base, renders the
+comment, converts it to HTML with cmark-gfm (GitHub's parser) and screenshots it with headless
+Chromium:
+
+    python scripts/preview_scoreboard.py [--out DIR] [--scenario regression|improvement|bless]
+
+Writes DIR/scoreboard.md, DIR/scoreboard.html and DIR/scoreboard.png (default DIR: ./preview).
+Needs the test extra (cmarkgfm) and a ``chromium`` binary on PATH for the PNG.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import cmarkgfm
+from cmarkgfm.cmark import Options
+
+from membench_gate.config import load_config
+from membench_gate.gate import decide
+from membench_gate.report import COMMENT_LIMIT, render
+from membench_gate.results import Justification
+from membench_gate.runner import run
+
+CONFIG = """\
+[adapter]
+python = "membench_gate.reference:ReferenceMemory"
+[adapter.options]
+tau = {tau}
+dims = {dims}
+[suites.veto]
+fixtures = ["builtin"]
+[suites.abstention]
+fixtures = ["builtin"]
+[suites.push]
+fixtures = ["builtin"]
+"""
+
+# Close to github.com's Markdown body: system font, bordered tables, grey code blocks.
+CSS = """
+body { font-family: -apple-system, BlinkMacSystemFont, "Segoe UI", "Noto Sans", Helvetica, Arial,
+       sans-serif, "Apple Color Emoji", "Noto Color Emoji"; font-size: 14px; line-height: 1.5;
+       color: #1f2328; max-width: 900px; margin: 24px auto; padding: 0 16px; }
+h2 { border-bottom: 1px solid #d1d9e0; padding-bottom: .3em; font-size: 1.5em; }
+h3 { font-size: 1.25em; margin-top: 24px; } h4 { font-size: 1em; }
+table { border-collapse: collapse; margin: 8px 0 16px; display: block; overflow: auto; }
+th, td { border: 1px solid #d1d9e0; padding: 6px 13px; }
+tr:nth-child(2n) { background: #f6f8fa; } th { font-weight: 600; }
+code { background: rgba(129,139,152,.12); border-radius: 6px; padding: .2em .4em;
+       font-size: 85%; font-family: ui-monospace, SFMono-Regular, Menlo, monospace; }
+pre { background: #f6f8fa; border-radius: 6px; padding: 16px; overflow: auto; }
+pre code { background: none; padding: 0; }
+blockquote { color: #59636e; border-left: .25em solid #d1d9e0; margin: 0; padding: 0 1em; }
+details { margin: 8px 0; } summary { cursor: pointer; }
+"""
+
+
+def _results(folder: Path, tau: float, dims: int):
+    path = folder / f"membench-{dims}.toml"
+    path.write_text(CONFIG.format(tau=tau, dims=dims), encoding="utf-8")
+    return run(load_config(path))
+
+
+def scenario(name: str) -> str:
+    """The comment Markdown of one kind of pull request."""
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        strong, weak = _results(folder, 0.35, 512), _results(folder, 0.35, 96)
+    if name == "improvement":
+        base, head = weak.to_baseline(), strong
+        committed = base
+    elif name == "bless":
+        base, head = strong.to_baseline(), weak
+        verdict = decide(base, None, head)
+        committed = head.to_baseline(Justification(
+            text="Smaller embedding vectors halve the index size; the drop in veto recall on "
+                 "veto/files_known and veto/files_unknown, NET on abstention/default and push "
+                 "precision on push/default is accepted for the memory budget of the mobile "
+                 "client.",
+            breaches=sorted(b.key for b in verdict.breaches if b.kind not in ("zero", "floor"))))
+    else:
+        base, head = strong.to_baseline(), weak
+        committed = base
+    verdict = decide(base, committed, head)
+    verdict.base.sha, verdict.base.ref, verdict.base.how = "3f9a1c2e7b4d" + "0" * 28, "main", \
+        "merge-commit-parent"
+    return render(verdict, head, base, limit=COMMENT_LIMIT,
+                  full_report="in the job summary of the gating workflow run")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=Path("preview"))
+    parser.add_argument("--scenario", choices=("regression", "improvement", "bless"),
+                        default="regression")
+    parser.add_argument("--width", type=int, default=1000)
+    parser.add_argument("--height", type=int, default=3000)
+    args = parser.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    markdown = scenario(args.scenario)
+    (args.out / "scoreboard.md").write_text(markdown, encoding="utf-8")
+    body = cmarkgfm.github_flavored_markdown_to_html(markdown, options=Options.CMARK_OPT_UNSAFE)
+    html = f"<!doctype html><meta charset=utf-8><style>{CSS}</style><body>{body}</body>"
+    page = args.out / "scoreboard.html"
+    page.write_text(html, encoding="utf-8")
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        print(f"wrote {page}; no chromium on PATH for the screenshot", file=sys.stderr)
+        return 0
+    with tempfile.TemporaryDirectory() as profile:
+        subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu",
+                        "--disable-background-networking", "--disable-component-update",
+                        "--disable-sync", "--no-first-run", f"--user-data-dir={profile}",
+                        f"--window-size={args.width},{args.height}",
+                        f"--screenshot={(args.out / 'scoreboard.png').resolve()}",
+                        page.resolve().as_uri()],
+                       check=True, capture_output=True, timeout=120)
+    print(f"wrote {args.out / 'scoreboard.png'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
