@@ -32,13 +32,13 @@ _SAID_BY_NUMBERS = ("metric",)
 
 
 def split_key(key: str) -> tuple[str, str | None, str | None]:
-    """``cell:metric`` / ``cell#item`` / ``cell`` / other keys → (cell, metric, item)."""
-    if "#" in key:
-        cell, _, item = key.partition("#")
-        return cell, None, item
-    if ":" in key:
-        cell, _, metric = key.partition(":")
-        return cell, metric, None
+    """``cell:metric`` / ``cell#item`` / ``cell`` → (cell, metric, item). A key whose first part
+    is not a ``suite/condition`` cell (``gate:baseline-moved``, ``veto:option:k``) comes back
+    whole, as the cell part."""
+    for sep in ("#", ":"):
+        cell, found, rest = key.partition(sep)
+        if found and "/" in cell and rest:
+            return (cell, None, rest) if sep == "#" else (cell, rest, None)
     return key, None, None
 
 
@@ -57,6 +57,13 @@ def _num(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     return float(round4(value)) if math.isfinite(value) else None
+
+
+def _shown(value: Any) -> str:
+    if value is None:
+        return "—"
+    number = _num(value)
+    return metrics.format_number(number) if number is not None else str(value)
 
 
 def delta(name: str, base: Any, head: Any) -> float | None:
@@ -103,7 +110,23 @@ class Ranked:
     delta: str
     detail: str
     count: int = 1
-    size: float = 0.0  # the adverse move in the metric's unit, for ranking
+    size: float = 0.0  # the adverse move relative to the metric's range, for ranking
+
+    @property
+    def move(self) -> str:
+        """The move in one cell of a table, without repeating the values the per-cell tables
+        show: Δ for a metric, the value for an invariant, value against the floor for a floor."""
+        if self.group == INVARIANT:
+            return f"{_shown(self.head)} (must be 0)"
+        if self.group == FLOOR:
+            return f"{_shown(self.head)} vs floor {_shown(self.base)}"
+        if self.kind in ("metric-missing", "cell-missing"):
+            return "not measured"
+        if self.delta != "—":
+            return self.delta
+        if self.base is None and self.head is None:
+            return "—"
+        return f"{_shown(self.base)} → {_shown(self.head)}"
 
 
 def _metric_row(breach: Breach, results: Results | None, base: Baseline | None) -> Ranked:
@@ -123,7 +146,9 @@ def _metric_row(breach: Breach, results: Results | None, base: Baseline | None) 
         size = abs(diff) / metrics.span(name or "") if diff is not None else 0.0
     shown = delta_text(name, breach.base, breach.head) if name else "—"
     # The table shows base, head and Δ: a detail that only repeats them is left out.
-    detail = "" if breach.kind in _SAID_BY_NUMBERS else breach.detail
+    detail = breach.detail
+    if breach.kind in _SAID_BY_NUMBERS and name:
+        detail = f"{metrics.spec(name).direction} is better"
     return Ranked(group, what, breach.key, breach.kind, breach.base, breach.head, shown,
                   detail, size=size)
 
@@ -152,9 +177,9 @@ def ranked_breaches(verdict: Verdict, results: Results | None,
 def _phrase(row: Ranked) -> str:
     name = split_key(row.key)[1]
     if row.group == INVARIANT:
-        return f"{row.what.split(' on ')[0]} {row.head} (must be 0)"
+        return f"{row.what.split(' on ')[0]} {_shown(row.head)} (must be 0)"
     if row.group == FLOOR:
-        return f"{row.what.split(' on ')[0]} {row.head} below its floor {row.base}" \
+        return f"{row.what.split(' on ')[0]} {_shown(row.head)} past its floor {_shown(row.base)}" \
             if row.head is not None else f"{row.what} not measured (floor)"
     if row.kind in ("metric", "metric-missing") and name is not None:
         return f"{row.what.split(' on ')[0]} {row.delta}" if row.kind == "metric" \
@@ -268,7 +293,8 @@ class ItemStory:
         elif "expect" in self.extra:
             parts.append(f"expected: {self.extra['expect']}")
         elif "answerable" in self.extra:
-            parts.append("nothing stored answers it")
+            parts.append("nothing stored answers it" + ("" if self.abstained else
+                                                         ", yet the memory answered"))
         elif isinstance(self.extra.get("control_failed"), bool):
             parts.append("the control fails, as designed" if self.extra["control_failed"]
                          else "the control does NOT fail: the suite cannot tell broken from working")

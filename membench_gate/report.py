@@ -45,6 +45,7 @@ _CAPPED_IDS = 1000  # ids per list at the "capped-lists" level
 _SUMMARY_ROWS = 20  # cells, breaches and notes kept at the "summary" level
 _BREACH_ROWS = 50  # breach rows in the open; the rest fold
 _HEX = re.compile(r"^[0-9a-f]{1,64}$")
+_PLAIN = re.compile(r"^[A-Za-z0-9._/-]+#[A-Za-z0-9._:-]+$")
 _ASKED_CHARS = 240
 # Mermaid xychart-beta draws lines in palette order: base first, head second.
 BASE_COLOUR, HEAD_COLOUR = "#57606a", "#0969da"
@@ -172,7 +173,7 @@ def _cells(verdict: Verdict, results: Results, base: Baseline | None,
                             findings.delta_text(name, b, h), _mark(cell, name, b, h),
                             _gate_text(cell, name, b, h, breached, verdict.blessed)))
         hit = any(key == cell or key.startswith((f"{cell}:", f"{cell}#")) for key in breached)
-        bad = hit or any(r.gate.startswith("❌") for r in rows)
+        bad = hit or now is None or any(r.gate.startswith("❌") for r in rows)
         out.append({
             "name": cell,
             "rows": rows,
@@ -286,13 +287,16 @@ def context(verdict: Verdict, results: Results | None, base: Baseline | None, *,
     ranked = findings.ranked_breaches(verdict, results, base)
     cells = _cells(verdict, results, base, gated_only=level not in ("full", "capped-lists",
                                                                      "no-item-lists"))
+    shown_cells = [c for c in cells if not c["control"] or c["bad"]] if level != "minimal" else []
+    open_cells = [c for c in shown_cells if c["bad"]]
+    quiet_cells = [c for c in shown_cells if not c["bad"]]
     base_sha = _hex(verdict.base.sha)
     full_sha = verdict.base.sha if verdict.base.sha and _HEX.match(verdict.base.sha) else None
-    first_item = next(((c, i) for c, ids in sorted(verdict.newly_failed.items()) for i in ids),
-                      None)
-    if first_item is None and results.items:
-        cell = sorted(results.items)[0]
-        first_item = (cell, sorted(results.items[cell])[0]) if results.items[cell] else None
+    # The example `show` command names a newly failing item (else any item) with a plain id:
+    # a command in the comment is pasted into shells, so odd ids are left to the lists above.
+    candidates = [(c, i) for c, ids in sorted(verdict.newly_failed.items()) for i in ids] + \
+        [(c, i) for c in sorted(results.items) for i in sorted(results.items[c])[:1]]
+    first_item = next(((c, i) for c, i in candidates if _PLAIN.match(f"{c}#{i}")), None)
     # The first note is the headline when nothing else can be; it is not repeated below.
     said = {findings.headline(verdict, ranked, results, base)}
     notes = [n for n in verdict.notes if n not in said
@@ -304,7 +308,8 @@ def context(verdict: Verdict, results: Results | None, base: Baseline | None, *,
         "level": level,
         "title": _TITLES[verdict.verdict],
         "headline": findings.headline(verdict, ranked, results, base),
-        "mode_words": _MODE_WORDS.get(verdict.mode or "", ""),
+        "mode_words": _MODE_WORDS.get(verdict.mode or "", "")
+        if verdict.verdict not in ("inconclusive", "error") else "",
         "base_sha": base_sha,
         "base_ref": verdict.base.ref,
         "base_how": _HOW_WORDS.get(verdict.base.how or "", verdict.base.how),
@@ -314,9 +319,10 @@ def context(verdict: Verdict, results: Results | None, base: Baseline | None, *,
         "breaches": ranked[:_SUMMARY_ROWS] if short else ranked,
         "breaches_hidden": max(0, len(ranked) - _SUMMARY_ROWS) if short else 0,
         "breach_rows": _BREACH_ROWS,
-        "cells": [c for c in cells if not c["control"] or c["bad"]]
-        if level != "minimal" else [],
-        "cells_cut": short,
+        "open_cells": open_cells[:_SUMMARY_ROWS] if short else open_cells,
+        "quiet_cells": [] if short else quiet_cells,
+        "cells_hidden": (max(0, len(open_cells) - _SUMMARY_ROWS) + len(quiet_cells))
+        if short else 0,
         "controls": _controls(cells),
         "net": _net_chart(results, base) if not short else None,
         "stories": _stories(verdict, results, level) if level != "minimal" else None,

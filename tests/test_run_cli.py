@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -101,11 +102,17 @@ def test_two_runs_and_another_cwd_are_byte_identical_apart_from_receipt(tmp_path
     assert "receipt" not in json.loads(stripped[0])
 
 
-def test_run_summary_on_stdout_and_quiet_stderr(tmp_path: Path) -> None:
+def test_run_summary_on_stdout_and_progress_on_stderr(tmp_path: Path) -> None:
     out = tmp_path / "r.json"
     proc = run_cli("run", "--out", out)
     assert proc.returncode == 0
-    assert proc.stderr == ""  # progress only on a TTY
+    # Not a terminal (a CI log): one line per suite, with the suite's true number of calls.
+    assert proc.stderr.splitlines() == [
+        line for line in proc.stderr.splitlines()
+        if re.fullmatch(r"(abstention|push|veto): (\d+)/\2 adapter calls done in \d+\.\ds", line)]
+    assert [line.split(":")[0] for line in proc.stderr.splitlines()] == ["abstention", "push",
+                                                                        "veto"]
+    assert "abstention: 470/470" in proc.stderr  # 235 probes, each asked twice (the control)
     for cell in ("veto/files_known", "abstention/default", "push/default"):
         assert cell in proc.stdout
     assert str(out) in proc.stdout
