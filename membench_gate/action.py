@@ -93,7 +93,7 @@ def main(env: Mapping[str, str] | None = None) -> int:
     out = settings.out_dir
     out.mkdir(parents=True, exist_ok=True)
     paths = {name: out / name for name in ("results.json", "verdict.json", "report.md",
-                                           "base.json")}
+                                           "base.json", "selftest.json")}
     for path in paths.values():
         path.unlink(missing_ok=True)
     holdout = ["--include-holdout"] if settings.include_holdout else []
@@ -104,10 +104,11 @@ def main(env: Mapping[str, str] | None = None) -> int:
     verdict = json.loads(paths["verdict.json"].read_text(encoding="utf-8")) \
         if paths["verdict.json"].exists() else {"verdict": "error", "exit_code": 4,
                                                  "notes": ["the gate failed; see the log"]}
+    sensitivity = _selftest(settings, paths, env) if settings.selftest else ""
     comment_url = ""
     if paths["verdict.json"].exists() and settings.comment != "off":
         try:
-            comment_url = _comment(paths, settings)
+            comment_url = _comment(paths, settings, sensitivity)
         except Exception as exc:  # a comment is never worth a changed verdict
             print(annotation("warning", f"could not comment: {type(exc).__name__}: {exc}",
                              "membench-gate comment"), flush=True)
@@ -122,7 +123,8 @@ def main(env: Mapping[str, str] | None = None) -> int:
     }
     append(context.output_path, format_outputs(outputs))
     if paths["report.md"].exists():
-        append(context.summary_path, _summary(paths))
+        append(context.summary_path,
+               _summary(paths) + (f"\n{sensitivity}" if sensitivity else ""))
     else:
         append(context.summary_path, "## membench-gate: ⛔ ERROR\n\nThe gate could not run; "
                "the job log has the one-line reason.\n")
@@ -147,14 +149,35 @@ def _summary(paths: dict[str, Path]) -> str:
     return render(*read_data(paths["verdict.json"].parent), limit=SUMMARY_LIMIT)
 
 
-def _comment(paths: dict[str, Path], settings: Settings) -> str:
+def _selftest(settings: Settings, paths: dict[str, Path], env: Mapping[str, str]) -> str:
+    """Run ``membench-gate selftest`` (input ``selftest``) and return the scoreboard's line.
+
+    Its outcome never changes the verdict: blind metrics are a warning about the gate itself.
+    """
+    from membench_gate.selftest import read_report, sensitivity_markdown
+
+    _gate(["selftest", "--config", settings.config, "--json", str(paths["selftest.json"])], env)
+    try:
+        report = read_report(paths["selftest.json"])
+    except GateError as exc:
+        print(annotation("warning", f"selftest could not run: {exc}", "membench-gate selftest"),
+              flush=True)
+        return "**Gate sensitivity:** the selftest could not run; the job log has the reason.\n"
+    if report.blind:
+        print(annotation("warning", f"gate sensitivity {report.covered}/{report.total}: no mutant "
+                         f"breaches {', '.join(report.blind)}", "membench-gate selftest"),
+              flush=True)
+    return sensitivity_markdown(report)
+
+
+def _comment(paths: dict[str, Path], settings: Settings, extra: str = "") -> str:
     from membench_gate.comment import body_from_data, post, read_data
 
     pr = settings.context.pull_request
     if pr is None:
         print("comment: not a pull request run; nothing posted")
         return ""
-    body = body_from_data(*read_data(paths["verdict.json"].parent))
+    body = body_from_data(*read_data(paths["verdict.json"].parent), extra=extra)
     url, warning = post(body, pr, settings.comment_key, settings.comment, settings.context)
     if warning:
         print(annotation("warning", warning, "membench-gate comment"), flush=True)

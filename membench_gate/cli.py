@@ -109,6 +109,14 @@ def build_parser() -> argparse.ArgumentParser:
                       help="read the item from a results file instead of running its suite")
     show.add_argument("--base-ref", metavar="REV", help="base commit (default: auto-detected)")
 
+    selftest = commands.add_parser("selftest",
+                                   help="prove every gated metric can fail: run mutants of the adapter")
+    _common(selftest)
+    selftest.add_argument("--json", type=Path, metavar="FILE",
+                          help="also write the selftest's data as JSON (the action reads it)")
+    selftest.add_argument("--mutant", action="append", default=[], metavar="NAME",
+                          help="run only this mutant (repeatable; default: all)")
+
     explain = commands.add_parser("explain", help="the metric glossary")
     explain.add_argument("metric", nargs="?", help="one metric (default: all)")
     explain.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
@@ -157,6 +165,26 @@ def cmd_show(args: argparse.Namespace) -> int:
     return show(args)
 
 
+def cmd_selftest(args: argparse.Namespace) -> int:
+    from membench_gate.config import load_config
+    from membench_gate.mutants import by_name
+    from membench_gate.results import canonical_dumps, write_atomic
+    from membench_gate.selftest import render_table, selftest
+
+    if args.json:
+        args.json.unlink(missing_ok=True)  # never a stale report from an earlier run
+    known = by_name()
+    for name in args.mutant:
+        if name not in known:
+            raise GateError(f"--mutant {name}: unknown mutant (known: {', '.join(known)})")
+    chosen = [known[n] for n in dict.fromkeys(args.mutant)] or list(known.values())
+    report = selftest(load_config(args.config), chosen)
+    if args.json:
+        write_atomic(args.json, canonical_dumps(report.model_dump(mode="json")))
+    print(render_table(report))
+    return 0 if report.ok else 1
+
+
 def cmd_explain(args: argparse.Namespace) -> int:
     from membench_gate.metrics import explain
 
@@ -168,7 +196,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 
 COMMANDS = {"run": cmd_run, "check": cmd_check, "bless": cmd_bless, "comment": cmd_comment,
-            "show": cmd_show, "explain": cmd_explain}
+            "show": cmd_show, "explain": cmd_explain, "selftest": cmd_selftest}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

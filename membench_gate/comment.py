@@ -46,9 +46,13 @@ def read_verdict(path: Path) -> Verdict:
         raise GateError(validation_message(str(path), exc)) from exc
 
 
-def body_from_data(verdict: Verdict, results: Results | None, base: Baseline | None) -> str:
-    return render(verdict, results, base, limit=COMMENT_LIMIT,
+def body_from_data(verdict: Verdict, results: Results | None, base: Baseline | None,
+                   extra: str = "") -> str:
+    """The comment body; ``extra`` (Markdown, e.g. the selftest's line) closes it, within the
+    comment limit."""
+    body = render(verdict, results, base, limit=COMMENT_LIMIT - len(extra.encode("utf-8")) - 1,
                   full_report="in the job summary of the gating workflow run")
+    return f"{body}\n{extra}" if extra else body
 
 
 def _check_ids(verdict: Verdict, results: Results, label: str) -> None:

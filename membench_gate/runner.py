@@ -101,8 +101,12 @@ def cell_digests(fixtures: SuiteFixtures, items: dict[str, Any]) -> dict[str, st
     return {item: fixtures.digests.get(item, whole) for item in sorted(items)}
 
 
-def run(config: Config, progress: Progress | None = None) -> Results:
-    """Run every enabled suite of ``config`` against its adapter."""
+def run(config: Config, progress: Progress | None = None,
+        wrap: Callable[[AdapterSession], Any] | None = None) -> Results:
+    """Run every enabled suite of ``config`` against its adapter.
+
+    ``wrap`` puts an object with the session's methods between each suite and the adapter (the
+    selftest's mutants)."""
     started = datetime.now(timezone.utc)
     clock = time.perf_counter()
     digest, loaded = measure(config)
@@ -112,7 +116,9 @@ def run(config: Config, progress: Progress | None = None) -> Results:
     items: dict[str, dict[str, dict[str, Any]]] = {}
     digests: dict[str, dict[str, str]] = {}
     for name, fixtures in loaded.items():
-        session = AdapterSession(adapter, name, config.timeout)
+        session: Any = AdapterSession(adapter, name, config.timeout)
+        if wrap is not None:
+            session = wrap(session)
         outcome = suites[name].run(fixtures, session, config.suites[name], progress)
         for cell_name, cell in outcome.cells.items():
             cells[cell_name] = Cell(metrics=cell.metrics, gold_total=cell.gold_total,

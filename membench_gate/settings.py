@@ -101,6 +101,7 @@ class Settings:
     fail_on_regression: bool = True
     base_ref: str = ""
     include_holdout: bool = False
+    selftest: bool = False  # also run membench-gate selftest and show the gate sensitivity
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -127,6 +128,7 @@ class Settings:
             fail_on_regression=flag("fail-on-regression", cls.fail_on_regression),
             base_ref=text("base-ref", cls.base_ref),
             include_holdout=flag("include-holdout", cls.include_holdout),
+            selftest=flag("selftest", cls.selftest),
         )
 
     @property

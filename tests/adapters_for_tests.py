@@ -193,3 +193,11 @@ class TextlessWriter(ReferenceMemory):
     def search(self, query: Query) -> Answer:
         answer = super().search(query)
         return Answer(hits=[Hit(h.id, h.score) for h in answer.hits], abstain=answer.abstain)
+
+
+class LeakyPush(ReferenceMemory):
+    """The reference memory, except that every push adds a page of another source."""
+
+    def push(self, query: Query) -> list[str]:
+        foreign = [r.id for r in self._records if r.source != query.source][:1]
+        return [*super().push(query)[:max(query.k - 1, 0)], *foreign]
