@@ -337,3 +337,21 @@ def test_an_invalid_input_is_an_error_with_outputs(
     assert (run.outputs.get("verdict"), run.outputs.get("exit-code")) == ("error", "4")
     assert "ERROR" in run.summary
     assert any("fail-on-regression" in a for a in run.annotations("error"))
+
+
+def test_selftest_input_adds_the_gate_sensitivity_and_never_changes_the_verdict(
+        origin: tuple[Path, str], fake: FakeGitHub, tmp_path: Path) -> None:
+    checkout = pull_request(origin, tmp_path, {})
+    run = run_step(checkout, fake, tmp_path, selftest="true")
+    assert run.returncode == 0, run.log
+    assert run.outputs["verdict"] == "pass"
+    report = json.loads((run.out_dir / "selftest.json").read_text(encoding="utf-8"))
+    line = f"**Gate sensitivity {report['covered']}/{report['total']}**"
+    (comment,) = fake.comments_on(PR_NUMBER)
+    assert line in comment["body"] and line in run.summary
+    assert "::warning" not in run.stdout or report["blind"]  # a warning only for blind metrics
+    # Off by default: no selftest, no line.
+    plain = run_step(pull_request(origin, tmp_path, {}, dev=tmp_path / "dev"), fake, tmp_path)
+    assert plain.returncode == 0, plain.log
+    assert "Gate sensitivity" not in fake.comments_on(PR_NUMBER)[0]["body"]
+    assert not (plain.out_dir / "selftest.json").exists()
