@@ -59,4 +59,4 @@ def test_every_action_input_reaches_the_scripts_through_env() -> None:
                 "comment-url"}
     assert set(action["outputs"]) == expected
     assert {"config", "python-version", "install", "github-token", "comment", "comment-key",
-            "fail-on-regression", "base-ref", "include-holdout"} == set(action["inputs"])
+            "fail-on-regression", "base-ref", "include-holdout", "selftest"} == set(action["inputs"])
