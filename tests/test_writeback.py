@@ -84,7 +84,8 @@ def test_reference_scores_are_honest_not_perfect(reference: dict[str, Any]) -> N
     items = reference["items"]["writeback/fidelity"]
     assert items["wb-04-hiring-loop.n3"]["outcome"] == "pass"
     assert items["wb-04-hiring-loop.f5"]["outcome"] == "pass"
-    assert items["wb-04-hiring-loop.f5"]["hit"]["provenance"] == {
+    rank = items["wb-04-hiring-loop.f5"]["rank"]
+    assert items["wb-04-hiring-loop.f5"]["hits"][rank - 1]["provenance"] == {
         "source": "work", "session": "wb-04-hiring-loop", "turn": "t8"}
 
 

@@ -26,7 +26,7 @@ from membench_gate.fixtures import SuiteFixtures, WritebackSession, keyword_in
 from membench_gate.suites import Progress, SuiteRun, ratio
 
 SCORER_VERSION = 1
-_SHOWN = 200  # characters of a hit's text kept in the per-item detail
+_SHOWN = 160  # characters of a hit's text kept in the per-item detail
 
 
 def same_entity(a: str | None, b: str | None) -> bool:
@@ -40,22 +40,25 @@ def _holds(hit: Hit, keywords: list[str]) -> bool:
     return hit.text is not None and all(keyword_in(k, hit.text) for k in keywords)
 
 
-def _shown(hit: Hit | None, rank: int | None = None) -> dict[str, Any] | None:
-    if hit is None:
-        return None
-    text = hit.text or ""
-    return {"id": hit.id, "rank": rank, "score": hit.score,
-            "text": text if len(text) <= _SHOWN else text[:_SHOWN] + "…",
-            "entity": hit.entity, "provenance": hit.provenance}
+def _shown(answer: Answer, k: int) -> dict[str, Any]:
+    """What came back, as items record it (``hits`` ranked, ``abstained``), with what the memory
+    wrote: each hit's text (cut), entity and provenance."""
+    hits = []
+    for hit in answer.hits[:k]:
+        text = hit.text or ""
+        hits.append({"id": hit.id, "score": hit.score,
+                     "text": text if len(text) <= _SHOWN else text[:_SHOWN] + "…",
+                     "entity": hit.entity, "provenance": hit.provenance})
+    return {"hits": hits, "abstained": answer.abstain}
 
 
-def _checked(answer: Answer, item: str) -> list[Hit]:
-    """The hits, each of which must carry the text the memory wrote."""
+def _checked(answer: Answer, item: str) -> Answer:
+    """The answer, each of whose hits must carry the text the memory wrote."""
     for hit in answer.hits:
         if hit.text is None:
             raise GateError(f"adapter search() failed in suite writeback, item {item}: hit "
                             f"{hit.id!r} has no text (the writeback suite reads what was written)")
-    return list(answer.hits)
+    return answer
 
 
 def _as_session(s: WritebackSession) -> Session:
@@ -89,8 +92,9 @@ def run(fx: SuiteFixtures, session: Any, options: dict[str, Any],
             item = f"{s.id}.{fact.id}"
             if item not in fx.digests:
                 continue
-            hits = _checked(session.search(
-                Query(text=" ".join(fact.keywords), k=k, source=s.source), item), item)
+            asked = " ".join(fact.keywords)
+            answer = _checked(session.search(Query(text=asked, k=k, source=s.source), item), item)
+            hits = answer.hits
             rank = next((r for r, h in enumerate(hits, 1)
                          if _holds(h, fact.keywords) and same_entity(h.entity, fact.entity)), None)
             expected = {"source": s.source, "session": s.id, "turn": fact.turn}
@@ -101,38 +105,37 @@ def run(fx: SuiteFixtures, session: Any, options: dict[str, Any],
             fidelity[item] = {
                 "outcome": "pass" if right else "fail", "kind": "fact",
                 "keywords": fact.keywords, "entity": fact.entity, "provenance": expected,
-                "survived": rank is not None, "provenance_ok": right,
-                "hit": _shown(hits[rank - 1] if rank else (hits[0] if hits else None),
-                              rank or (1 if hits else None)),
+                "survived": rank is not None, "provenance_ok": right, "rank": rank,
+                "asked": asked, **_shown(answer, k),
             }
             tick()
         for nonfact in s.non_facts:
             item = f"{s.id}.{nonfact.id}"
             if item not in fx.digests:
                 continue
-            hits = _checked(session.search(
-                Query(text=" ".join(nonfact.keywords), k=k, source=s.source), item), item)
+            asked = " ".join(nonfact.keywords)
+            answer = _checked(session.search(Query(text=asked, k=k, source=s.source), item), item)
+            hits = answer.hits
             rank = next((r for r, h in enumerate(hits, 1) if _holds(h, nonfact.keywords)), None)
             non_facts += 1
             leaked += rank is not None
             fidelity[item] = {
                 "outcome": "fail" if rank else "pass", "kind": f"non-fact ({nonfact.kind})",
                 "keywords": nonfact.keywords, "turn": nonfact.turn, "leaked": rank is not None,
-                "hit": _shown(hits[rank - 1], rank) if rank else None,
+                "leaked_at": rank, "asked": asked, **_shown(answer, k),
             }
             tick()
         for probe in s.probes:
             item = f"{s.id}.{probe.id}"
             if item not in fx.digests:
                 continue
-            hits = _checked(session.search(
+            answer = _checked(session.search(
                 Query(text=probe.question, k=k, source=s.source), item), item)
+            hits = answer.hits
             rank = next((r for r, h in enumerate(hits, 1) if _holds(h, probe.keywords)), None)
             continuity[item] = {
-                "outcome": "pass" if rank else "fail", "question": probe.question,
-                "keywords": probe.keywords,
-                "hit": _shown(hits[rank - 1] if rank else (hits[0] if hits else None),
-                              rank or (1 if hits else None)),
+                "outcome": "pass" if rank else "fail", "keywords": probe.keywords, "rank": rank,
+                "asked": probe.question, **_shown(answer, k),
             }
             tick()
 
