@@ -96,6 +96,7 @@ def test_reference_runs_every_cell(reference: dict[str, Any]) -> None:
     assert set(reference["cells"]) == {
         "veto/files_known", "veto/files_unknown", "abstention/default",
         "abstention/control_floor_off", "abstention/control_shuffled", "push/default",
+        "writeback/fidelity", "writeback/continuity",
     }
     for name, cell in reference["cells"].items():
         assert cell["gold_total"] > 0, name
