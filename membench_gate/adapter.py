@@ -113,9 +113,18 @@ class MemoryAdapter(Protocol):
     def search(self, query: Query) -> Answer: ...
 
 
-def capabilities(adapter: Any) -> dict[str, bool]:
-    """The optional verbs an adapter implements (``push``, ``write``)."""
-    return {verb: callable(getattr(adapter, verb, None)) for verb in ("push", "write")}
+@dataclass(frozen=True)
+class Capabilities:
+    """The optional verbs an adapter implements."""
+
+    push: bool = False
+    write: bool = False
+
+
+def capabilities(adapter: Any) -> Capabilities:
+    """What a Python adapter object implements of the optional verbs (``push``, ``write``)."""
+    return Capabilities(push=callable(getattr(adapter, "push", None)),
+                        write=callable(getattr(adapter, "write", None)))
 
 
 def default_push(answer: Answer, k: int) -> list[str]:
@@ -271,7 +280,7 @@ class AdapterSession:
 
     def write(self, session: Session, item: str | None = None) -> None:
         """Hand a conversation to the memory's own write path (only with ``capabilities.write``)."""
-        if not self.capabilities["write"]:
+        if not self.capabilities.write:
             raise GateError(f"suite {self.suite} needs an adapter with write(session) "
                             "(capabilities.write); this adapter has none")
         self._call("write", item, session)

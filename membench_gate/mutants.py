@@ -30,7 +30,7 @@ class Mutant:
     def __init__(self, inner: Any) -> None:
         self.inner = inner
         self.suite = getattr(inner, "suite", "")
-        self.capabilities = dict(getattr(inner, "capabilities", {"push": False, "write": False}))
+        self.capabilities = inner.capabilities
         self.records: list[Record] = []
         self.sessions: list[Session] = []
 

@@ -68,7 +68,7 @@ def _as_session(s: WritebackSession) -> Session:
 
 def run(fx: SuiteFixtures, session: Any, options: dict[str, Any],
         progress: Progress | None = None) -> SuiteRun:
-    if not session.capabilities.get("write"):
+    if not session.capabilities.write:
         raise GateError("suite writeback: the adapter does not implement write(session) "
                         "(capabilities.write is false); implement it or remove [suites.writeback]")
     k = int(options["k"])
