@@ -213,6 +213,9 @@ class SuiteFixtures:
     conversations: list[Conversation] = field(default_factory=list)
     sessions: list[WritebackSession] = field(default_factory=list)
     digests: dict[str, str] = field(default_factory=dict)  # included gold item id -> digest
+    # Every other included corpus item (decisions, facts, pages) -> digest: removing or editing
+    # distractors changes what a memory is measured on as surely as editing gold does.
+    corpus: dict[str, str] = field(default_factory=dict)
     origins: list[tuple[str, str]] = field(default_factory=list)  # (item id, file), load order
 
     def label(self, ident: str) -> str:
@@ -478,6 +481,10 @@ def _validate_writeback(fx: SuiteFixtures, include_holdout: bool) -> None:
             s.model_copy(update={"turns": [t for t in s.turns if not t.holdout]})
             for s in fx.sessions if not s.holdout
         ]
+    # The corpus of the writeback suite is what is said: every turn handed to write(session).
+    fx.corpus = {f"{s.id}/{t.id}": digest({"source": s.source, "session": s.id,
+                                            "turn": t.model_dump()})
+                 for s in fx.sessions for t in s.turns}
 
 
 _VALIDATE = {"veto": _validate_veto, "abstention": _validate_abstention, "push": _validate_push,

@@ -12,7 +12,7 @@ import pytest
 from test_suites import BUILTIN, TESTS, run_cli
 
 from membench_gate import Query, Session, Turn
-from membench_gate.fixtures import keyword_in
+from membench_gate.fixtures import keyword_in, load_suite
 from membench_gate.reference import ReferenceMemory, extract, sentences
 
 SESSIONS = BUILTIN / "writeback" / "sessions"
@@ -227,3 +227,13 @@ def test_written_memories_come_back_with_text_entity_and_provenance() -> None:
     assert (hit.text, hit.entity) == ("I prefer the dark theme for onboarding screens.", "Lena")
     assert hit.provenance == {"source": "work", "session": "s", "turn": "t1"}
     assert memory.search(Query("dark theme", 3, source="personal")).hits == []
+
+
+def test_every_turn_written_has_a_content_digest() -> None:
+    fx = load_suite("writeback", ["builtin"], BUILTIN.parent, include_holdout=False)
+    turns = {f"{s['id']}/{t['id']}" for s in builtin_sessions() if not s.get("holdout")
+             for t in s["turns"] if not t.get("holdout")}
+    assert set(fx.corpus) == turns
+    assert len(set(fx.corpus.values())) == len(turns)  # each digest is its own turn's
+    everything = load_suite("writeback", ["builtin"], BUILTIN.parent, include_holdout=True)
+    assert set(everything.corpus) > set(fx.corpus)
