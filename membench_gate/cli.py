@@ -210,6 +210,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         if debug:
             traceback.print_exc()
         print(f"membench-gate: error: {exc}", file=sys.stderr)
+        if exc.detail:
+            # Prefixed, so a line of the adapter's stderr can never be read as a workflow command.
+            print("  adapter stderr (last lines):", file=sys.stderr)
+            for line in exc.detail:
+                print(f"  | {line}", file=sys.stderr)
         return exc.exit_code
     except BrokenPipeError:
         # stdout closed early (``| head``): not an error of the gate.

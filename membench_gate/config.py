@@ -36,6 +36,7 @@ SUITE_NAMES = tuple(sorted(SUITE_OPTIONS))
 _TOP_KEYS = ("adapter", "suites", "gate", "floors")
 _ADAPTER_KEYS = ("python", "command", "options", "timeout")
 DEFAULT_TIMEOUT = 60.0
+MAX_TIMEOUT = 86400.0
 _GATE_KEYS = ("baseline", "include_holdout")
 
 
@@ -46,6 +47,7 @@ class Config:
     path: Path
     adapter: str
     adapter_options: dict[str, Any]
+    adapter_command: tuple[str, ...] | None
     suites: dict[str, dict[str, Any]]
     baseline: str
     include_holdout: bool
@@ -78,8 +80,20 @@ class Config:
         return {
             "suites": self.suites,
             "include_holdout": self.include_holdout,
-            "adapter": {"python": self.adapter, "options": self.adapter_options},
+            "adapter": self.adapter_record(),
         }
+
+    def adapter_record(self) -> dict[str, Any]:
+        """The system under test, for information: its target and options."""
+        if self.adapter_command is not None:
+            return {"command": list(self.adapter_command), "options": self.adapter_options}
+        return {"python": self.adapter, "options": self.adapter_options}
+
+    def adapter_argv(self) -> list[str]:
+        """What starts the adapter: its command, or the built-in host serving ``python``."""
+        from membench_gate.rpc import adapter_argv
+
+        return adapter_argv(self.adapter_command, self.adapter, [Path.cwd()])
 
 
 def _suggest(key: str, choices: tuple[str, ...] | list[str]) -> str:
@@ -164,18 +178,21 @@ def parse_config(text: str, path: Path, label: str | None = None) -> Config:
 
     adapter = _table(data.get("adapter", {}), "[adapter]", label)
     _check_keys(adapter, _ADAPTER_KEYS, "adapter.", label)
-    if "command" in adapter:
-        raise GateError(
-            f"{label}: adapter.command (JSON-RPC adapters in other languages) is not supported "
-            "by this version; use adapter.python, or hand over a results file with --results"
-        )
-    target = adapter.get("python", REFERENCE_ADAPTER)
-    if not isinstance(target, str):
+    if "command" in adapter and "python" in adapter:
+        raise GateError(f"{label}: [adapter] takes exactly one of command and python")
+    command = adapter.get("command")
+    if command is not None and (not isinstance(command, list) or not command
+                                or not all(isinstance(a, str) and a for a in command)):
+        raise GateError(f"{label}: adapter.command must be a non-empty list of strings "
+                        '(an argv, e.g. ["node", "bench/adapter.js"])')
+    target = adapter.get("python", REFERENCE_ADAPTER if command is None else "")
+    if not isinstance(target, str) or (command is None and target.count(":") != 1):
         raise GateError(f"{label}: adapter.python must be a string 'module:attr'")
     options = dict(_table(adapter.get("options", {}), "[adapter.options]", label))
     timeout = adapter.get("timeout", DEFAULT_TIMEOUT)
-    if not _number(timeout) or timeout < 0:
-        raise GateError(f"{label}: adapter.timeout must be a number of seconds (0 = no limit)")
+    if not _number(timeout) or not 0 < timeout <= MAX_TIMEOUT:
+        raise GateError(f"{label}: adapter.timeout must be a number of seconds, more than 0 and "
+                        f"at most {MAX_TIMEOUT:g}")
 
     suites_raw = _table(data.get("suites", {}), "[suites]", label)
     _check_keys(suites_raw, SUITE_NAMES, "suites.", label)
@@ -200,6 +217,7 @@ def parse_config(text: str, path: Path, label: str | None = None) -> Config:
         path=path,
         adapter=target,
         adapter_options=options,
+        adapter_command=tuple(command) if command is not None else None,
         suites=suites,
         baseline=baseline,
         include_holdout=include_holdout,

@@ -9,8 +9,7 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Any, TextIO
 
-from membench_gate import __version__
-from membench_gate.adapter import AdapterSession, load_adapter
+from membench_gate import __version__, rpc
 from membench_gate.config import Config
 from membench_gate.fixtures import SuiteFixtures, digest, fixtures_hash, load_suite
 from membench_gate.results import SCHEMA_VERSION, Cell, Results
@@ -102,29 +101,35 @@ def cell_digests(fixtures: SuiteFixtures, items: dict[str, Any]) -> dict[str, st
 
 
 def run(config: Config, progress: Progress | None = None,
-        wrap: Callable[[AdapterSession], Any] | None = None) -> Results:
-    """Run every enabled suite of ``config`` against its adapter.
+        wrap: Callable[[rpc.SuiteSession], Any] | None = None) -> Results:
+    """Run every enabled suite of ``config`` against its adapter, in the adapter's own process.
 
     ``wrap`` puts an object with the session's methods between each suite and the adapter (the
     selftest's mutants)."""
     started = datetime.now(timezone.utc)
     clock = time.perf_counter()
-    digest, loaded = measure(config)
-    adapter = load_adapter(config.adapter, config.adapter_options, config.base_dir)
-    suites = registry()
-    cells: dict[str, Cell] = {}
-    items: dict[str, dict[str, dict[str, Any]]] = {}
-    digests: dict[str, dict[str, str]] = {}
-    for name, fixtures in loaded.items():
-        session: Any = AdapterSession(adapter, name, config.timeout)
-        if wrap is not None:
-            session = wrap(session)
-        outcome = suites[name].run(fixtures, session, config.suites[name], progress)
-        for cell_name, cell in outcome.cells.items():
-            cells[cell_name] = Cell(metrics=cell.metrics, gold_total=cell.gold_total,
-                                    failed=cell.failed)
-            digests[cell_name] = cell_digests(fixtures, outcome.items[cell_name])
-        items.update(outcome.items)
+    process = rpc.AdapterProcess(config.adapter_argv(), config.base_dir, config.timeout)
+    try:
+        handshake = rpc.Handshake(process, config.adapter_options)
+        digest, loaded = measure(config)  # while the adapter starts up
+        client = handshake.finish()
+        suites = registry()
+        cells: dict[str, Cell] = {}
+        items: dict[str, dict[str, dict[str, Any]]] = {}
+        digests: dict[str, dict[str, str]] = {}
+        for name, fixtures in loaded.items():
+            session: Any = client.session(name)
+            if wrap is not None:
+                session = wrap(session)
+            outcome = suites[name].run(fixtures, session, config.suites[name], progress)
+            for cell_name, cell in outcome.cells.items():
+                cells[cell_name] = Cell(metrics=cell.metrics, gold_total=cell.gold_total,
+                                        failed=cell.failed)
+                digests[cell_name] = cell_digests(fixtures, outcome.items[cell_name])
+            items.update(outcome.items)
+        process.shutdown()
+    finally:
+        process.kill()
     return Results(
         schema_version=SCHEMA_VERSION,
         fixtures_hash=digest,
@@ -136,7 +141,7 @@ def run(config: Config, progress: Progress | None = None,
             "git_sha": _git_sha(config),
             "started_at": started.isoformat(timespec="seconds"),
             "duration_s": time.perf_counter() - clock,
-            "adapter": config.adapter,
+            "adapter": client.name,
         },
         items=items,
     )

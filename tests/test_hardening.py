@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from gitrepos import ISOLATED_ENV, LEAKY_VARS, commit, init
 
-from membench_gate.adapter import AdapterSession, Answer, Hit, Query
+from membench_gate.adapter import Answer, Hit, answer_to_wire
 from membench_gate.errors import GateError
 from membench_gate.gate import decide
 from membench_gate.results import Baseline, Cell, Justification
@@ -66,20 +66,12 @@ def test_a_two_fact_corpus_still_has_failing_controls(tmp_path: Path) -> None:
 
 
 def test_numpy_scalars_from_an_adapter_are_accepted() -> None:
-    class NumpyMemory:
-        def search(self, query: Query) -> Answer:
-            return Answer(hits=[Hit("f1", np.float32(0.5))], abstain=np.False_)
-
-    answer = AdapterSession(NumpyMemory(), "abstention").search(Query("q", 5), "p1")
-    assert answer == Answer([Hit("f1", 0.5)], False)
-    assert type(answer.hits[0].score) is float
-
-    class Broken:
-        def search(self, query: Query) -> Answer:
-            return Answer(hits=[Hit("f1", "high")], abstain=False)  # type: ignore[arg-type]
-
-    with pytest.raises(GateError, match="not Hit"):
-        AdapterSession(Broken(), "abstention").search(Query("q", 5), "p1")
+    # What the host sends for a Python adapter: numpy scores and bools become JSON numbers/bools.
+    wire = answer_to_wire(Answer(hits=[Hit("f1", np.float32(0.5))], abstain=np.False_))
+    assert wire == {"hits": [{"id": "f1", "score": 0.5}], "abstain": False}
+    assert type(wire["hits"][0]["score"]) is float
+    with pytest.raises(ValueError, match="not a number"):
+        answer_to_wire(Answer(hits=[Hit("f1", "high")], abstain=False))  # type: ignore[arg-type]
 
 
 def test_results_on_edited_fixtures_are_inconclusive(tmp_path: Path) -> None:

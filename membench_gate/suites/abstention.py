@@ -20,9 +20,10 @@ from typing import Any
 
 import numpy as np
 
-from membench_gate.adapter import AdapterSession, Answer, Query, Record
+from membench_gate.adapter import Answer, Query, Record
 from membench_gate.fixtures import Probe, SuiteFixtures
 from membench_gate.metrics import net_metric
+from membench_gate.rpc import SuiteSession
 from membench_gate.suites import Progress, SuiteRun, hit_list, ratio
 
 SCORER_VERSION = 2
@@ -67,12 +68,12 @@ def _tally(outcomes: list[str], lambdas: list[float]) -> dict[str, float]:
     return metrics
 
 
-def _ingest(session: AdapterSession, fx: SuiteFixtures, ids: list[str]) -> None:
+def _ingest(session: SuiteSession, fx: SuiteFixtures, ids: list[str]) -> None:
     session.reset()
     session.ingest([Record(id=ident, text=fact.text) for ident, fact in zip(ids, fx.facts, strict=True)])
 
 
-def run(fx: SuiteFixtures, session: AdapterSession, options: dict[str, Any],
+def run(fx: SuiteFixtures, session: SuiteSession, options: dict[str, Any],
         progress: Progress | None = None) -> SuiteRun:
     k = int(options["k"])
     lambdas = [float(x) for x in options["lambdas"]]

@@ -11,14 +11,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from membench_gate.adapter import AdapterSession, Query, Record
+from membench_gate.adapter import Query, Record
 from membench_gate.fixtures import SuiteFixtures
+from membench_gate.rpc import SuiteSession
 from membench_gate.suites import Progress, SuiteRun, ratio
 
 SCORER_VERSION = 1
 
 
-def run(fx: SuiteFixtures, session: AdapterSession, options: dict[str, Any],
+def run(fx: SuiteFixtures, session: SuiteSession, options: dict[str, Any],
         progress: Progress | None = None) -> SuiteRun:
     budget = int(options["budget"])
     total = sum(len(c.turns) for c in fx.conversations)

@@ -11,15 +11,16 @@ from __future__ import annotations
 from typing import Any
 
 from membench_gate import metrics
-from membench_gate.adapter import AdapterSession, Query, Record
+from membench_gate.adapter import Query, Record
 from membench_gate.fixtures import SuiteFixtures, parse_time
+from membench_gate.rpc import SuiteSession
 from membench_gate.suites import Progress, SuiteRun, hit_list, ratio
 
 SCORER_VERSION = 1
 CONDITIONS = metrics.CONDITIONS["veto"]
 
 
-def run(fx: SuiteFixtures, session: AdapterSession, options: dict[str, Any],
+def run(fx: SuiteFixtures, session: SuiteSession, options: dict[str, Any],
         progress: Progress | None = None) -> SuiteRun:
     k = int(options["k"])
     session.reset()

@@ -23,6 +23,7 @@ from typing import Any
 from membench_gate.adapter import Answer, Hit, Query, Session, Turn
 from membench_gate.errors import GateError
 from membench_gate.fixtures import SuiteFixtures, WritebackSession, keyword_in
+from membench_gate.rpc import SuiteSession
 from membench_gate.suites import Progress, SuiteRun, ratio
 
 SCORER_VERSION = 1
@@ -66,7 +67,7 @@ def _as_session(s: WritebackSession) -> Session:
                    turns=tuple(Turn(t.id, t.speaker, t.text) for t in s.turns))
 
 
-def run(fx: SuiteFixtures, session: Any, options: dict[str, Any],
+def run(fx: SuiteFixtures, session: SuiteSession, options: dict[str, Any],
         progress: Progress | None = None) -> SuiteRun:
     if not session.capabilities.write:
         raise GateError("suite writeback: the adapter does not implement write(session) "

@@ -1,0 +1,106 @@
+"""Benchmark the adapter boundary: the built-in suites in process vs through the JSON-RPC host.
+
+    python benchmarks/bench_boundary.py [--repeat 7] [--records 100000]
+
+1. The built-in suites of this repo's ``membench.toml`` against the reference memory, timed in one
+   Python process two ways, alternating: *in process* — the suites call the ``ReferenceMemory``
+   object directly, as the gate did before every adapter moved into its own process (no validation,
+   no JSON) — and *through the host* — ``runner.run``: the adapter started as
+   ``python -m membench_gate.host``, every call a JSON-RPC request over stdio, every answer
+   validated. Medians of ``--repeat`` runs, and their ratio.
+2. Ingest of ``--records`` synthetic records through the host (batched ``ingest`` requests) vs one
+   direct ``ingest()`` call: what the boundary costs a large corpus.
+
+Timings are of the machine that runs the script.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from membench_gate import rpc  # noqa: E402
+from membench_gate.adapter import Answer, Query, Record, Session  # noqa: E402
+from membench_gate.config import load_config  # noqa: E402
+from membench_gate.reference import ReferenceMemory  # noqa: E402
+from membench_gate.runner import measure, run  # noqa: E402
+from membench_gate.suites import registry  # noqa: E402
+
+
+class DirectSession:
+    """The suites' view of a memory object called in the gate's own process (no boundary)."""
+
+    def __init__(self, memory: ReferenceMemory) -> None:
+        self.memory = memory
+        self.capabilities = rpc.Capabilities(push=True, write=hasattr(memory, "write"))
+
+    def reset(self, item: str | None = None) -> None:
+        self.memory.reset()
+
+    def ingest(self, records: list[Record], item: str | None = None) -> None:
+        self.memory.ingest(list(records))
+
+    def search(self, query: Query, item: str) -> Answer:
+        return self.memory.search(query)
+
+    def push(self, query: Query, item: str) -> list[str]:
+        return self.memory.push(query)
+
+    def write(self, session: Session, item: str | None = None) -> None:
+        self.memory.write(session)
+
+
+def in_process(config: Any) -> None:
+    _, loaded = measure(config)
+    memory = ReferenceMemory(**config.adapter_options)
+    suites = registry()
+    for name, fixtures in loaded.items():
+        suites[name].run(fixtures, DirectSession(memory), config.suites[name], None)
+
+
+def timed(fn: Any, *args: Any) -> float:
+    start = time.perf_counter()
+    fn(*args)
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--records", type=int, default=100_000)
+    args = parser.parse_args()
+    config = load_config(ROOT / "membench.toml")
+    in_process(config)  # warm both paths (imports, caches) before timing
+    run(config)
+    direct, hosted = [], []
+    for _ in range(args.repeat):
+        direct.append(timed(in_process, config))
+        hosted.append(timed(run, config))
+    d, h = statistics.median(direct), statistics.median(hosted)
+    print(f"built-in suites, in process:     {d:.3f} s (median of {args.repeat})")
+    print(f"built-in suites, through host:   {h:.3f} s (median of {args.repeat})")
+    print(f"ratio host / in process:         {h / d:.2f}x")
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from bench_run import make_records  # the same synthetic notes as bench_run.py
+
+    records = make_records(args.records)
+    direct_s = timed(ReferenceMemory().ingest, records)
+    argv = rpc.adapter_argv(None, "membench_gate.reference:ReferenceMemory")
+    with rpc.start(argv, ROOT, {}, 600.0) as client:
+        session = client.session("bench")
+        hosted_s = timed(session.ingest, records)
+    print(f"ingest {args.records:,} records, in process:   {direct_s:.2f} s")
+    print(f"ingest {args.records:,} records, through host: {hosted_s:.2f} s "
+          f"({-(-args.records // rpc.INGEST_BATCH)} requests)")
+
+
+if __name__ == "__main__":
+    main()

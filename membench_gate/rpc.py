@@ -1,0 +1,516 @@
+"""The one boundary to a memory system: a child process speaking JSON-RPC 2.0 over stdio.
+
+The gate starts the adapter (``[adapter] command``, or the built-in host for ``[adapter] python``),
+sends one request at a time and waits at most ``[adapter] timeout`` seconds for each answer,
+``initialize`` (start-up and imports) included. Whatever the memory system does — crash, hang,
+``sys.exit``, ``chdir``, print to stdout — happens in its own process: the gate sees a timeout, an
+end of output or a malformed line, kills the process and raises one :class:`GateError` naming the
+call and the item, with the adapter's last stderr lines as detail.
+
+:class:`SuiteSession` is what a suite calls. It checks every answer against the contract (at most
+``k`` hits, unique ids, ids ingested since the last ``reset``, finite scores best first, a boolean
+``abstain``), so a suite only ever scores answers that mean what the protocol says.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import queue
+import select
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import deque
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from membench_gate.adapter import (
+    PROTOCOL_VERSION,
+    Answer,
+    Hit,
+    Query,
+    Record,
+    Session,
+    default_push,
+    query_to_wire,
+    record_to_wire,
+    session_to_wire,
+)
+from membench_gate.errors import GateError
+
+STDERR_LINES = 50
+SHUTDOWN_GRACE_S = 5.0
+MAX_LINE_BYTES = 256 * 1024 * 1024
+# Records per ``ingest`` request: large enough that a 100k-record corpus is a hundred round trips,
+# small enough that one request stays a few megabytes.
+INGEST_BATCH = 2000
+_SELECTABLE_PIPES = os.name == "posix"
+# A write this small fits an empty pipe's buffer on every POSIX system, so it never blocks.
+_PIPE_SAFE_BYTES = 4096
+
+# What the adapter's process never gets: credentials and the runner's file-command paths (an
+# adapter must not be able to post as the workflow, or set the job's outputs or environment).
+_WITHHELD_EXACT = frozenset({
+    "GITHUB_TOKEN", "GH_TOKEN", "GITHUB_OUTPUT", "GITHUB_ENV", "GITHUB_PATH", "GITHUB_STATE",
+    "GITHUB_STEP_SUMMARY", "INPUT_GITHUB-TOKEN", "INPUT_GITHUB_TOKEN",
+})
+
+
+def adapter_environment(env: Mapping[str, str]) -> dict[str, str]:
+    """The gate's environment minus GitHub credentials and runner file-command paths."""
+    def withheld(name: str) -> bool:
+        upper = name.upper()
+        return (upper in _WITHHELD_EXACT
+                or (upper.startswith("ACTIONS_") and "TOKEN" in upper)
+                or upper.startswith("ACTIONS_ID_TOKEN_REQUEST_"))
+
+    return {name: value for name, value in env.items() if not withheld(name)}
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+@dataclass
+class _Where:
+    """Which call, for which suite and item: every adapter error names them."""
+
+    method: str
+    suite: str | None = None
+    item: str | None = None
+
+    def __str__(self) -> str:
+        parts = [f"suite {self.suite}"] if self.suite else []
+        if self.item:
+            parts.append(f"item {self.item}")
+        return f"adapter {self.method}() failed" + (f" in {', '.join(parts)}" if parts else "")
+
+
+class AdapterProcess:
+    """A started adapter: requests in on stdin, responses out on stdout, logs kept from stderr."""
+
+    def __init__(self, argv: Sequence[str], cwd: Path, timeout: float,
+                 env: Mapping[str, str] | None = None) -> None:
+        self.argv = list(argv)
+        self.timeout = timeout
+        self._next_id = 0
+        self._stderr: deque[str] = deque(maxlen=STDERR_LINES)
+        self._lines: queue.Queue[bytes | None] = queue.Queue()
+        self._dead = False
+        try:
+            self.proc = subprocess.Popen(
+                self.argv, cwd=cwd, env=adapter_environment(os.environ if env is None else env),
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                start_new_session=True,  # so a kill reaches the adapter's own children too
+            )
+        except FileNotFoundError as exc:
+            raise GateError(f"adapter: cannot start {self.argv[0]!r}: no such executable "
+                            f"(adapter.command, started in {cwd})") from exc
+        except PermissionError as exc:
+            raise GateError(f"adapter: cannot start {self.argv[0]!r}: permission denied "
+                            "(adapter.command: is it executable?)") from exc
+        except OSError as exc:
+            raise GateError(f"adapter: cannot start {self.argv[0]!r}: {exc.strerror or exc}") from exc
+        self._buffer = b""
+        self._eof = False
+        if _SELECTABLE_PIPES:
+            assert self.proc.stdout is not None
+            self._fd = self.proc.stdout.fileno()
+        else:
+            threading.Thread(target=self._read_stdout, daemon=True).start()
+        self._stderr_done = threading.Event()
+        threading.Thread(target=self._read_stderr, daemon=True).start()
+
+    # --- reading: the main thread waits for a line with a deadline, never longer ---
+
+    def _readline(self, timeout: float | None) -> bytes | None:
+        """The next line of stdout (its newline kept), ``None`` at the end of output; raises
+        ``queue.Empty`` when ``timeout`` passes first. An unterminated last line is returned as
+        it is, and a line over :data:`MAX_LINE_BYTES` is cut there (both are protocol errors)."""
+        if not _SELECTABLE_PIPES:
+            return self._lines.get(timeout=timeout)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            end = self._buffer.find(b"\n")
+            if end >= 0:
+                line, self._buffer = self._buffer[:end + 1], self._buffer[end + 1:]
+                return line
+            if self._eof or len(self._buffer) > MAX_LINE_BYTES:
+                line, self._buffer = self._buffer, b""
+                return line or None
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            ready, _, _ = select.select([self._fd], [], [], left)
+            if not ready:
+                raise queue.Empty
+            chunk = os.read(self._fd, 1 << 20)
+            if chunk:
+                self._buffer += chunk
+            else:
+                self._eof = True
+
+    def _read_stdout(self) -> None:
+        """Where pipes cannot be selected (Windows): a thread feeds complete lines to a queue."""
+        stream = self.proc.stdout
+        assert stream is not None
+        try:
+            while True:
+                line = stream.readline(MAX_LINE_BYTES + 1)
+                if not line:
+                    break
+                self._lines.put(line)
+        except (OSError, ValueError):
+            pass
+        self._lines.put(None)
+
+    def _read_stderr(self) -> None:
+        stream = self.proc.stderr
+        assert stream is not None
+        try:
+            for raw in stream:
+                self._stderr.append(raw.decode("utf-8", "replace").rstrip("\r\n"))
+        except (OSError, ValueError):
+            pass
+        self._stderr_done.set()
+
+    def stderr_tail(self) -> list[str]:
+        return list(self._stderr)
+
+    # --- calls ---
+
+    def _fail(self, where: _Where, why: str) -> GateError:
+        """Kill the process and build the error, with its last stderr lines as detail."""
+        self.kill()
+        self._stderr_done.wait(1.0)
+        return GateError(f"{where}: {why}", detail=self.stderr_tail())
+
+    def call(self, method: str, params: Mapping[str, Any], suite: str | None = None,
+             item: str | None = None) -> Any:
+        """Send one request and return its ``result``; any failure kills the process."""
+        where = _Where(method, suite, item)
+        return self.receive(self.send(where, params), where)
+
+    def send(self, where: _Where, params: Mapping[str, Any]) -> int:
+        """Write one request (in a thread: a process that stops reading cannot block the gate)."""
+        if self._dead:
+            raise GateError(f"{where}: the adapter process has already stopped")
+        self._next_id += 1
+        try:
+            payload = json.dumps({"jsonrpc": "2.0", "id": self._next_id, "method": where.method,
+                                  "params": params}, ensure_ascii=False, allow_nan=False)
+        except ValueError as exc:
+            raise GateError(f"{where}: the request cannot be encoded as JSON ({exc})") from exc
+        data = (payload + "\n").encode("utf-8")
+        self._sent_at = time.monotonic()
+        if len(data) <= _PIPE_SAFE_BYTES:
+            self._write(data)  # the adapter has read every earlier request: this cannot block
+        else:
+            threading.Thread(target=self._write, args=(data,), daemon=True).start()
+        return self._next_id
+
+    def receive(self, ident: int, where: _Where) -> Any:
+        """Wait at most ``timeout`` seconds for the response to request ``ident``."""
+        try:
+            line = self._readline(self.timeout if self.timeout > 0 else None)
+        except queue.Empty:
+            raise self._fail(where, f"no answer within {self.timeout:g}s ([adapter] timeout)") \
+                from None
+        if line is None:
+            code = self._exit_code()
+            raise self._fail(where, "the adapter process ended without answering"
+                             + (f" (exit code {code})" if code is not None else ""))
+        self.last_latency = time.monotonic() - self._sent_at
+        return self._result(where, ident, line)
+
+    def _write(self, data: bytes) -> None:
+        stream = self.proc.stdin
+        try:
+            assert stream is not None
+            stream.write(data)
+            stream.flush()
+        except (OSError, ValueError):
+            pass  # the process is gone: the reader sees the end of its output
+
+    def _exit_code(self) -> int | None:
+        try:
+            return self.proc.wait(timeout=1.0)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def _result(self, where: _Where, ident: int, line: bytes) -> Any:
+        if not line.endswith(b"\n"):
+            if len(line) > MAX_LINE_BYTES:
+                raise self._fail(where, f"a response line longer than {MAX_LINE_BYTES} bytes")
+            raise self._fail(where, f"an incomplete line on stdout (no newline before the end of "
+                             f"output): {_excerpt(line)}")
+        try:
+            message = json.loads(line.decode("utf-8"), parse_constant=_reject_constant)
+        except (ValueError, RecursionError):
+            raise self._fail(where, f"a line on stdout that is not JSON: {_excerpt(line)} "
+                             "(stdout is for the protocol only; log to stderr)") from None
+        if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+            raise self._fail(where, f"not a JSON-RPC 2.0 response: {_excerpt(line)}")
+        if message.get("id") != ident or isinstance(message.get("id"), bool):
+            raise self._fail(where, f"a response to id {message.get('id')!r:.40}, expected {ident}")
+        if "error" in message:
+            error = message["error"]
+            if isinstance(error, dict):
+                text = f"error {error.get('code')!r:.20} from the adapter: {error.get('message')}"
+            else:
+                text = f"error from the adapter: {error!r}"
+            raise self._fail(where, _one_line(text))
+        if "result" not in message:
+            raise self._fail(where, f"a response with neither result nor error: {_excerpt(line)}")
+        return message["result"]
+
+    def violation(self, where: _Where, why: str) -> GateError:
+        """An answer that breaks the contract: the process is killed like any failure."""
+        return self._fail(where, why)
+
+    # --- stopping ---
+
+    def shutdown(self) -> None:
+        """``shutdown``, close stdin, give the process 5 s to exit, then kill it."""
+        if self._dead:
+            return
+        try:
+            self.timeout = min(self.timeout, SHUTDOWN_GRACE_S) if self.timeout > 0 \
+                else SHUTDOWN_GRACE_S
+            self.call("shutdown", {})
+        except GateError:
+            return  # results are complete; a process that misbehaves on the way out is just killed
+        try:
+            if self.proc.stdin:
+                self.proc.stdin.close()
+        except OSError:
+            pass
+        with suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=SHUTDOWN_GRACE_S)
+        self.kill()
+
+    def kill(self) -> None:
+        self._dead = True
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except (OSError, AttributeError):
+                self.proc.kill()
+        with suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=5)
+        for stream in (self.proc.stdin, self.proc.stdout):
+            try:
+                if stream:
+                    stream.close()
+            except OSError:
+                pass
+
+
+def _excerpt(line: bytes) -> str:
+    text = line.decode("utf-8", "replace").strip()
+    return repr(text[:120] + ("…" if len(text) > 120 else ""))
+
+
+def _one_line(text: str) -> str:
+    text = " ".join(text.split())
+    return text[:400] if text else "(no message)"
+
+
+@dataclass
+class Capabilities:
+    push: bool = False
+    write: bool = False
+
+
+@dataclass
+class AdapterClient:
+    """An initialized adapter process: its name, capabilities, and the sessions suites call."""
+
+    process: AdapterProcess
+    name: str
+    capabilities: Capabilities
+    latencies: dict[str, list[float]] = field(default_factory=dict)
+
+    def session(self, suite: str) -> SuiteSession:
+        return SuiteSession(self, suite)
+
+    def call(self, method: str, params: Mapping[str, Any], suite: str | None,
+             item: str | None) -> Any:
+        result = self.process.call(method, params, suite, item)
+        self.latencies.setdefault(method, []).append(self.process.last_latency)
+        return result
+
+
+def adapter_argv(command: Sequence[str] | None, python: str | None,
+                 extra_paths: Sequence[Path] = ()) -> list[str]:
+    """The argv that starts the adapter: its own command, or the built-in host for a Python one."""
+    if command:
+        return list(command)
+    argv = [sys.executable, "-m", "membench_gate.host", str(python)]
+    for folder in extra_paths:
+        argv += ["--path", str(folder)]
+    return argv
+
+
+class Handshake:
+    """``initialize`` sent but not yet answered: the gate loads its fixtures meanwhile, while the
+    adapter starts up and imports its dependencies."""
+
+    def __init__(self, process: AdapterProcess, options: Mapping[str, Any]) -> None:
+        self.process = process
+        self.where = _Where("initialize")
+        self.ident = process.send(self.where, {"protocol": PROTOCOL_VERSION,
+                                               "options": dict(options)})
+
+    def finish(self) -> AdapterClient:
+        """The answer: protocol version, name and capabilities, checked."""
+        process, where = self.process, self.where
+        result = process.receive(self.ident, where)
+        if not isinstance(result, dict):
+            raise process.violation(where, f"initialize must return an object, got "
+                                    f"{_short(result)}")
+        if result.get("protocol") != PROTOCOL_VERSION:
+            raise process.violation(where, f"the adapter speaks protocol "
+                                    f"{_short(result.get('protocol'))}; this gate speaks "
+                                    f"{PROTOCOL_VERSION}")
+        caps = result.get("capabilities", {})
+        if not isinstance(caps, dict) or any(
+                not isinstance(caps.get(name, False), bool) for name in ("push", "write")):
+            raise process.violation(where, 'capabilities must be {"push": bool, "write": bool}')
+        name = result.get("name")
+        return AdapterClient(process, name if isinstance(name, str) and name else "adapter",
+                             Capabilities(bool(caps.get("push")), bool(caps.get("write"))))
+
+
+@contextmanager
+def start(argv: Sequence[str], cwd: Path, options: Mapping[str, Any], timeout: float,
+          env: Mapping[str, str] | None = None) -> Iterator[AdapterClient]:
+    """Start and initialize the adapter; shut it down (or kill it) when the block ends."""
+    process = AdapterProcess(argv, cwd, timeout, env)
+    try:
+        client = Handshake(process, options).finish()
+        yield client
+        process.shutdown()
+    finally:
+        process.kill()
+
+
+class SuiteSession:
+    """The adapter as one suite sees it: every answer checked against the contract (DESIGN §4)."""
+
+    def __init__(self, client: AdapterClient, suite: str) -> None:
+        self.client = client
+        self.suite = suite
+        # Ids the store may answer with: those ingested since the last reset. ``None`` while the
+        # store holds what the memory wrote itself (the writeback suite): its ids are its own.
+        self.known: set[str] | None = set()
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return self.client.capabilities
+
+    def _call(self, method: str, params: Mapping[str, Any], item: str | None) -> Any:
+        return self.client.call(method, params, self.suite, item)
+
+    def _violation(self, method: str, item: str | None, why: str) -> GateError:
+        return self.client.process.violation(_Where(method, self.suite, item), why)
+
+    def reset(self, item: str | None = None) -> None:
+        self._call("reset", {}, item)
+        self.known = set()
+
+    def ingest(self, records: Sequence[Record], item: str | None = None) -> None:
+        """Store ``records``, in order, in batches of :data:`INGEST_BATCH`."""
+        records = list(records)
+        for start_at in range(0, len(records), INGEST_BATCH):
+            batch = records[start_at:start_at + INGEST_BATCH]
+            self._call("ingest", {"records": [record_to_wire(r) for r in batch]}, item)
+        if self.known is None:
+            self.known = set()
+        self.known.update(r.id for r in records)
+
+    def write(self, session: Session, item: str | None = None) -> None:
+        if not self.capabilities.write:
+            raise GateError(f"suite {self.suite} needs the memory's write path, and the adapter "
+                            f"{self.client.name!r} does not declare capabilities.write")
+        self._call("write", {"session": session_to_wire(session)}, item)
+        self.known = None
+
+    def search(self, query: Query, item: str) -> Answer:
+        result = self._call("search", {"query": query_to_wire(query)}, item)
+        return self._answer(result, query.k, item)
+
+    def push(self, query: Query, item: str) -> list[str]:
+        if not self.capabilities.push:
+            return default_push(self.search(query, item), query.k)
+        result = self._call("push", {"query": query_to_wire(query)}, item)
+        ids = result.get("ids") if isinstance(result, dict) else None
+        if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+            raise self._violation("push", item, f"push must return {{\"ids\": [str, ...]}}, got "
+                                  f"{_short(result)}")
+        self._check_ids("push", item, ids, query.k, "ids")
+        return ids
+
+    def _check_ids(self, method: str, item: str, ids: list[str], k: int, what: str) -> None:
+        if len(ids) > k:
+            raise self._violation(method, item, f"{len(ids)} {what} for k={k} (at most k)")
+        if len(set(ids)) != len(ids):
+            twice = next(i for i in ids if ids.count(i) > 1)
+            raise self._violation(method, item, f"id {twice!r} returned twice")
+        if self.known is not None:
+            unknown = [i for i in ids if i not in self.known]
+            if unknown:
+                raise self._violation(method, item, f"id {unknown[0]!r} was never ingested since "
+                                      "the last reset")
+
+    def _answer(self, result: Any, k: int, item: str) -> Answer:
+        if not isinstance(result, dict) or not isinstance(result.get("hits"), list):
+            raise self._violation("search", item, "search must return {\"hits\": [...], "
+                                  f"\"abstain\": bool}}, got {_short(result)}")
+        if not isinstance(result.get("abstain"), bool):
+            raise self._violation("search", item, f"abstain must be a boolean, got "
+                                  f"{_short(result.get('abstain'))}")
+        hits: list[Hit] = []
+        previous = math.inf
+        for raw in result["hits"]:
+            hit = self._hit(raw, item)
+            if hit.score > previous:
+                raise self._violation("search", item, f"hits are not best first: {hit.id!r} "
+                                      f"scores {hit.score:g} after {previous:g}")
+            previous = hit.score
+            hits.append(hit)
+        self._check_ids("search", item, [h.id for h in hits], k, "hits")
+        return Answer(hits, result["abstain"])
+
+    def _hit(self, raw: Any, item: str) -> Hit:
+        if not isinstance(raw, dict) or not isinstance(raw.get("id"), str):
+            raise self._violation("search", item, f"a hit must be {{\"id\": str, \"score\": "
+                                  f"number}}, got {_short(raw)}")
+        score = raw.get("score")
+        if isinstance(score, bool) or not isinstance(score, (int, float)) \
+                or not math.isfinite(score):
+            raise self._violation("search", item, f"hit {raw['id']!r} has a score that is not a "
+                                  f"finite number: {_short(score)}")
+        for name in ("text", "entity"):
+            if raw.get(name) is not None and not isinstance(raw[name], str):
+                raise self._violation("search", item, f"hit {raw['id']!r}: {name} must be a "
+                                      "string or null")
+        provenance = raw.get("provenance")
+        if provenance is not None and not isinstance(provenance, dict):
+            raise self._violation("search", item, f"hit {raw['id']!r}: provenance must be an "
+                                  "object {source, session, turn} or null")
+        return Hit(raw["id"], float(score), raw.get("text"), raw.get("entity"), provenance)
+
+
+def _short(value: Any) -> str:
+    if isinstance(value, str):
+        return repr(value[:120])
+    try:
+        return json.dumps(value, default=repr)[:120]
+    except (ValueError, RecursionError):
+        return type(value).__name__
