@@ -108,6 +108,8 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("--results", type=Path, metavar="FILE",
                       help="read the item from a results file instead of running its suite")
     show.add_argument("--base-ref", metavar="REV", help="base commit (default: auto-detected)")
+    doctor = commands.add_parser("doctor", help="check the adapter against the protocol")
+    _common(doctor)
 
     selftest = commands.add_parser("selftest",
                                    help="prove every gated metric can fail: run mutants of the adapter")
@@ -185,6 +187,13 @@ def cmd_selftest(args: argparse.Namespace) -> int:
     return 0 if report.ok else 1
 
 
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from membench_gate.config import load_config
+    from membench_gate.doctor import doctor
+
+    return doctor(load_config(args.config))
+
+
 def cmd_explain(args: argparse.Namespace) -> int:
     from membench_gate.metrics import explain
 
@@ -196,7 +205,8 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 
 COMMANDS = {"run": cmd_run, "check": cmd_check, "bless": cmd_bless, "comment": cmd_comment,
-            "show": cmd_show, "explain": cmd_explain, "selftest": cmd_selftest}
+            "show": cmd_show, "doctor": cmd_doctor, "explain": cmd_explain,
+            "selftest": cmd_selftest}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

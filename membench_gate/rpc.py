@@ -179,6 +179,11 @@ class AdapterProcess:
             pass
         self._stderr_done.set()
 
+    @property
+    def alive(self) -> bool:
+        """False once the process was stopped or killed (after any failure)."""
+        return not self._dead
+
     def stderr_tail(self) -> list[str]:
         return list(self._stderr)
 
