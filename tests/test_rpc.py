@@ -1,0 +1,334 @@
+"""The adapter boundary: a child process speaking JSON-RPC 2.0 over stdio (DESIGN §4).
+
+Every way an adapter can misbehave — crash, hang, half a line, non-JSON, a wrong id, an error
+response, an answer that breaks the contract, a missing or non-executable command — is exit 4
+with one line naming the call and the item, the adapter's last stderr lines under it, and no
+results or verdict file left from an earlier run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from membench_gate.rpc import adapter_environment
+
+REPO = Path(__file__).resolve().parent.parent
+
+# A tiny memory speaking the protocol by hand, like a third-party adapter would. argv[1] names a
+# misbehaviour, triggered by the first call of argv[2] (default: search).
+SCRIPTED = r'''
+import json, math, os, sys, time
+
+mode = sys.argv[1]
+trigger = sys.argv[2] if len(sys.argv) > 2 else "search"
+ids = []
+if mode == "exit-at-start":
+    print("cannot open the vector index", file=sys.stderr)
+    sys.exit(1)
+
+def send(obj):
+    sys.stdout.write(json.dumps(obj) + "\n")
+    sys.stdout.flush()
+
+for line in sys.stdin:
+    req = json.loads(line)
+    method, rid = req["method"], req["id"]
+    result = None
+    if method == "initialize":
+        result = {"protocol": 1, "name": "scripted", "capabilities": {"push": True, "write": False}}
+    elif method == "reset":
+        ids = []
+    elif method == "ingest":
+        ids += [r["id"] for r in req["params"]["records"]]
+    elif method in ("search", "push"):
+        k = req["params"]["query"]["k"]
+        top = sorted(ids)[:k]
+        result = ({"hits": [{"id": i, "score": 1.0 / (n + 1)} for n, i in enumerate(top)],
+                   "abstain": False} if method == "search" else {"ids": top[:1]})
+    if method == trigger:
+        print(f"scripted adapter: misbehaving on purpose ({mode})", file=sys.stderr)
+        if mode == "crash":
+            sys.exit(3)
+        if mode == "hang":
+            time.sleep(120)
+        if mode == "half-line":
+            sys.stdout.write('{"jsonrpc": "2.0", "id": ')
+            sys.stdout.flush()
+            sys.exit(0)
+        if mode == "not-json":
+            send_text = "loading model weights... done"
+            sys.stdout.write(send_text + "\n")
+            sys.stdout.flush()
+            continue
+        if mode == "wrong-id":
+            rid += 1
+        if mode == "error":
+            send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32000,
+                                                         "message": "index shard 3 is corrupt"}})
+            continue
+        if mode == "too-many":
+            result["hits"] = [{"id": i, "score": 1.0} for i in ids[:k + 1]]
+        if mode == "duplicate":
+            result["hits"] = [{"id": ids[0], "score": 1.0}, {"id": ids[0], "score": 0.5}]
+        if mode == "unknown-id":
+            result["hits"] = [{"id": "never-ingested", "score": 1.0}]
+        if mode == "increasing":
+            result["hits"] = [{"id": ids[0], "score": 0.1}, {"id": ids[1], "score": 0.9}]
+        if mode == "nan":
+            sys.stdout.write('{"jsonrpc": "2.0", "id": %d, "result": {"hits": [{"id": "%s", '
+                             '"score": NaN}], "abstain": false}}\n' % (rid, ids[0]))
+            sys.stdout.flush()
+            continue
+        if mode == "abstain-string":
+            result["abstain"] = "no"
+        if mode == "push-unknown":
+            result = {"ids": ["somebody-else"]}
+        if mode == "push-over-budget":
+            result = {"ids": sorted(ids)[:k + 1]}
+        if mode == "wrong-protocol":
+            result["protocol"] = 2
+    send({"jsonrpc": "2.0", "id": rid, "result": result})
+    if method == "shutdown":
+        break
+'''
+
+ABSTENTION = '[suites.abstention]\nfixtures = ["builtin"]\n'
+PUSH = '[suites.push]\nfixtures = ["builtin"]\n'
+
+
+def gate(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("CI", "GITHUB_ACTIONS")}
+    return subprocess.run([sys.executable, "-m", "membench_gate", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=120, check=False)
+
+
+def scripted(tmp_path: Path, mode: str, trigger: str = "search", suites: str = ABSTENTION,
+             timeout: int = 20) -> Path:
+    (tmp_path / "scripted.py").write_text(SCRIPTED)
+    command = json.dumps([sys.executable, "scripted.py", mode, trigger])
+    (tmp_path / "membench.toml").write_text(
+        f"[adapter]\ncommand = {command}\ntimeout = {timeout}\n{suites}")
+    return tmp_path
+
+
+def assert_error(done: subprocess.CompletedProcess[str], *needles: str) -> str:
+    assert done.returncode == 4, (done.returncode, done.stdout, done.stderr)
+    assert "Traceback" not in done.stderr
+    first = done.stderr.splitlines()[0]
+    assert first.startswith("membench-gate: error: "), done.stderr
+    for needle in needles:
+        assert needle in first, (needle, first)
+    return first
+
+
+def test_a_well_behaved_scripted_adapter_runs(tmp_path: Path) -> None:
+    # The control for every misbehaviour below: the same script, behaving.
+    done = gate(scripted(tmp_path, "none"), "run", "--out", "r.json")
+    assert done.returncode == 0, done.stderr
+    results = json.loads((tmp_path / "r.json").read_text())
+    assert results["receipt"]["adapter"] == "scripted"
+    assert results["config"]["adapter"]["command"][1:] == ["scripted.py", "none", "search"]
+
+
+@pytest.mark.parametrize(("mode", "why"), [
+    ("crash", "ended without answering (exit code 3)"),
+    ("half-line", "an incomplete line on stdout"),
+    ("not-json", "not JSON: 'loading model weights... done'"),
+    ("wrong-id", "a response to id"),
+    ("error", "index shard 3 is corrupt"),
+    ("too-many", "6 hits for k=5"),
+    ("duplicate", "returned twice"),
+    ("unknown-id", "'never-ingested' was never ingested since the last reset"),
+    ("increasing", "not best first"),
+    ("nan", "not JSON"),
+    ("abstain-string", "abstain must be a boolean"),
+])
+def test_a_misbehaving_search_is_an_error_naming_call_and_item(tmp_path: Path, mode: str,
+                                                               why: str) -> None:
+    out = tmp_path / "r.json"
+    out.write_text("stale results of an earlier run")
+    done = gate(scripted(tmp_path, mode), "run", "--out", str(out))
+    first = assert_error(done, "adapter search() failed in suite abstention, item probe-", why)
+    assert len(first) < 400
+    assert not out.exists() or out.read_text() == "stale results of an earlier run"
+    if mode in ("crash", "half-line", "error"):
+        # The adapter's stderr, under the line, prefixed (never a workflow command).
+        assert f"  | scripted adapter: misbehaving on purpose ({mode})" in done.stderr
+
+
+def test_a_hanging_adapter_is_killed_after_the_timeout(tmp_path: Path) -> None:
+    done = gate(scripted(tmp_path, "hang", timeout=1), "run")
+    assert_error(done, "adapter search() failed in suite abstention, item probe-",
+                 "no answer within 1s")
+
+
+@pytest.mark.parametrize(("mode", "why"), [
+    ("push-unknown", "'somebody-else' was never ingested"),
+    ("push-over-budget", "4 ids for k=3"),
+])
+def test_push_answers_are_checked(tmp_path: Path, mode: str, why: str) -> None:
+    done = gate(scripted(tmp_path, mode, "push", PUSH), "run")
+    assert_error(done, "adapter push() failed in suite push, item conv-", why)
+
+
+@pytest.mark.parametrize(("mode", "trigger", "why"), [
+    ("exit-at-start", "initialize", "adapter initialize() failed: the adapter process ended"),
+    ("wrong-protocol", "initialize", "speaks protocol 2"),
+    ("crash", "ingest", "adapter ingest() failed in suite abstention"),
+    ("crash", "reset", "adapter reset() failed in suite abstention"),
+])
+def test_failures_outside_search(tmp_path: Path, mode: str, trigger: str, why: str) -> None:
+    done = gate(scripted(tmp_path, mode, trigger), "run")
+    assert_error(done, why)
+    if mode == "exit-at-start":
+        assert "  | cannot open the vector index" in done.stderr
+
+
+def test_a_missing_executable_is_named(tmp_path: Path) -> None:
+    (tmp_path / "membench.toml").write_text(
+        '[adapter]\ncommand = ["no-such-memory-binary", "--serve"]\n' + ABSTENTION)
+    assert_error(gate(tmp_path, "run"), "cannot start 'no-such-memory-binary'",
+                 "no such executable")
+
+
+def test_a_command_that_is_not_executable_is_named(tmp_path: Path) -> None:
+    (tmp_path / "adapter.sh").write_text("#!/bin/sh\nexit 0\n")
+    (tmp_path / "membench.toml").write_text('[adapter]\ncommand = ["./adapter.sh"]\n' + ABSTENTION)
+    assert_error(gate(tmp_path, "run"), "cannot start './adapter.sh'", "permission denied")
+
+
+def test_check_replaces_its_outputs_with_the_error_verdict(tmp_path: Path) -> None:
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    scripted(tmp_path, "crash")
+    (tmp_path / "verdict.json").write_text('{"verdict": "pass"}')
+    (tmp_path / "report.md").write_text("PASS (stale)")
+    done = gate(tmp_path, "check", "--json", "verdict.json", "--report", "report.md")
+    assert_error(done, "adapter search() failed")
+    verdict = json.loads((tmp_path / "verdict.json").read_text())
+    assert (verdict["verdict"], verdict["exit_code"]) == ("error", 4)
+    assert "PASS (stale)" not in (tmp_path / "report.md").read_text()
+
+
+# --- Python adapters through the host: their code cannot touch the gate's process ---
+
+ESCAPING = '''
+import argparse, os, sys
+from membench_gate.reference import ReferenceMemory
+
+
+class Exits(ReferenceMemory):
+    def search(self, query):
+        sys.exit(0)
+
+
+class ParsesArgs(ReferenceMemory):
+    def __init__(self, **options):
+        super().__init__(**options)
+        argparse.ArgumentParser().parse_args(["--no-such-flag"])  # exits 2
+
+
+class Raises(ReferenceMemory):
+    def search(self, query):
+        class Doom(BaseException):
+            pass
+        raise Doom("the end")
+
+
+class Wanders(ReferenceMemory):
+    def ingest(self, records):
+        os.chdir("/")
+        print("::set-output name=verdict::pass")
+        super().ingest(records)
+
+
+class Prints(ReferenceMemory):
+    def search(self, query):
+        print("debug: searching", query.text)
+        return super().search(query)
+'''
+
+
+def python_adapter(tmp_path: Path, attr: str) -> Path:
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    (tmp_path / "escaping.py").write_text(ESCAPING)
+    (tmp_path / "membench.toml").write_text(
+        f'[adapter]\npython = "escaping:{attr}"\ntimeout = 30\n' + ABSTENTION)
+    return tmp_path
+
+
+@pytest.mark.parametrize(("attr", "why"), [
+    ("Exits", "adapter search() failed in suite abstention, item probe-"),
+    ("ParsesArgs", "adapter initialize() failed"),
+    ("Raises", "Doom: the end"),
+])
+def test_adapter_code_cannot_choose_the_exit_code(tmp_path: Path, attr: str, why: str) -> None:
+    repo = python_adapter(tmp_path, attr)
+    (repo / "verdict.json").write_text('{"verdict": "pass"}')
+    done = gate(repo, "check", "--json", "verdict.json")
+    assert_error(done, why)
+    assert json.loads((repo / "verdict.json").read_text())["verdict"] == "error"
+
+
+def test_chdir_and_prints_in_the_adapter_change_nothing(tmp_path: Path) -> None:
+    repo = python_adapter(tmp_path, "Wanders")
+    done = gate(repo, "run", "--out", "r.json")
+    assert done.returncode == 0, done.stderr
+    assert (repo / "r.json").exists()  # written where the gate was asked to, not under /
+    assert "::set-output" not in done.stdout + done.stderr
+    printing = python_adapter(tmp_path / "printing", "Prints")
+    done = gate(printing, "run", "--out", "r.json")
+    assert done.returncode == 0, done.stderr
+    assert "debug: searching" not in done.stdout  # stdout is the protocol; prints go to stderr
+
+
+def test_the_same_results_in_and_out_of_a_subfolder(tmp_path: Path) -> None:
+    # The host serves the same object as before; results are byte-identical across two runs.
+    first = gate(REPO, "run", "--out", str(tmp_path / "a.json"))
+    second = gate(REPO, "run", "--out", str(tmp_path / "b.json"))
+    assert first.returncode == second.returncode == 0
+    strip = [json.loads(p.read_text()) for p in (tmp_path / "a.json", tmp_path / "b.json")]
+    for data in strip:
+        data.pop("receipt")
+    assert strip[0] == strip[1]
+
+
+def test_a_mistyped_adapter_class_gets_a_suggestion(tmp_path: Path) -> None:
+    (tmp_path / "membench.toml").write_text(
+        '[adapter]\npython = "membench_gate.reference:ReferenceMemroy"\n' + ABSTENTION)
+    assert_error(gate(tmp_path, "run"), "has no attribute 'ReferenceMemroy'",
+                 "did you mean 'ReferenceMemory'?")
+
+
+def test_the_adapter_environment_withholds_credentials_and_file_commands() -> None:
+    env = {"PATH": "/bin", "GITHUB_TOKEN": "t", "GH_TOKEN": "t", "ACTIONS_RUNTIME_TOKEN": "t",
+           "ACTIONS_ID_TOKEN_REQUEST_URL": "u", "ACTIONS_ID_TOKEN_REQUEST_TOKEN": "t",
+           "GITHUB_OUTPUT": "/o", "GITHUB_ENV": "/e", "GITHUB_PATH": "/p", "GITHUB_STATE": "/s",
+           "GITHUB_STEP_SUMMARY": "/m", "GITHUB_SHA": "abc", "ACTIONS_CACHE_URL": "c"}
+    assert adapter_environment(env) == {"PATH": "/bin", "GITHUB_SHA": "abc",
+                                        "ACTIONS_CACHE_URL": "c"}
+
+
+def test_the_adapter_process_really_gets_that_environment(tmp_path: Path) -> None:
+    (tmp_path / "envdump.py").write_text(
+        "import json, os\nfrom membench_gate.reference import ReferenceMemory\n"
+        "class Dump(ReferenceMemory):\n"
+        "    def __init__(self, **o):\n"
+        "        super().__init__(**o)\n"
+        "        open('env.json', 'w').write(json.dumps(dict(os.environ)))\n")
+    (tmp_path / "membench.toml").write_text('[adapter]\npython = "envdump:Dump"\n' + ABSTENTION)
+    env = {**os.environ, "GITHUB_TOKEN": "ghs_secret", "GITHUB_OUTPUT": str(tmp_path / "out")}
+    env.pop("CI", None)
+    env.pop("GITHUB_ACTIONS", None)
+    done = subprocess.run([sys.executable, "-m", "membench_gate", "run"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    seen = json.loads((tmp_path / "env.json").read_text())
+    assert "GITHUB_TOKEN" not in seen and "GITHUB_OUTPUT" not in seen
+    assert seen["PATH"] == env["PATH"]
