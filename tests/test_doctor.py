@@ -172,3 +172,24 @@ def test_the_node_example_is_gated_like_any_memory(tmp_path: Path) -> None:
     verdict = json.loads((repo / "v.json").read_text())
     assert verdict["verdict"] == "regression"
     assert any(b["key"].startswith("veto/files_known") for b in verdict["breaches"])
+
+
+def _has_chromadb() -> bool:
+    done = subprocess.run([sys.executable, "-c", "import chromadb"], capture_output=True,
+                          check=False)
+    return done.returncode == 0
+
+
+@pytest.mark.skipif(not _has_chromadb(), reason="the chroma extra is not installed")
+def test_the_chroma_example_conforms_and_is_deterministic(tmp_path: Path) -> None:
+    example = REPO / "examples" / "chroma-memory"
+    done = gate(example, "doctor")
+    assert done.returncode == 0, done.stdout + done.stderr
+    outs = [tmp_path / "a.json", tmp_path / "b.json"]
+    for out in outs:
+        assert gate(example, "run", "--suite", "veto", "--out", str(out)).returncode == 0
+    first, second = (json.loads(p.read_text()) for p in outs)
+    first.pop("receipt")
+    second.pop("receipt")
+    assert first == second
+    assert first["cells"]["veto/files_known"]["metrics"]["veto_recall_at_k"] >= 0.8
