@@ -35,7 +35,7 @@ class HashEmbedding(chromadb.EmbeddingFunction):
     def __init__(self, dims: int = 384) -> None:
         self.dims = dims
 
-    def __call__(self, input: Sequence[str]) -> list[list[float]]:  # noqa: A002 - Chroma's name
+    def __call__(self, input: Sequence[str]) -> list[list[float]]:
         return [self.embed(text) for text in input]
 
     def embed(self, text: str) -> list[float]:
