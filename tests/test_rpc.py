@@ -332,3 +332,36 @@ def test_the_adapter_process_really_gets_that_environment(tmp_path: Path) -> Non
     seen = json.loads((tmp_path / "env.json").read_text())
     assert "GITHUB_TOKEN" not in seen and "GITHUB_OUTPUT" not in seen
     assert seen["PATH"] == env["PATH"]
+
+
+def test_a_foreign_runners_results_are_checked_against_the_shipped_schema(tmp_path: Path) -> None:
+    """A runner in another language hands over a results file: valid per the shipped JSON
+    Schema, it is gated like a run of ours; broken, it is an ERROR naming the field."""
+    import jsonschema
+
+    from membench_gate.schemas import SCHEMA_DIR
+
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    (tmp_path / "membench.toml").write_text(ABSTENTION)
+    assert gate(tmp_path, "bless").returncode == 0
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-qm",
+                    "gate", "--allow-empty"], cwd=tmp_path, check=True)
+    subprocess.run(["git", "add", "-A"], cwd=tmp_path, check=True)
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-qm",
+                    "baseline"], cwd=tmp_path, check=True)
+    assert gate(tmp_path, "run", "--out", "foreign.json").returncode == 0
+    results = json.loads((tmp_path / "foreign.json").read_text())
+    schema = json.loads((SCHEMA_DIR / "results.schema.json").read_text())
+    jsonschema.validate(results, schema)
+    results["receipt"]["adapter"] = "my-go-memory 1.4.0"  # the runner names itself
+    (tmp_path / "foreign.json").write_text(json.dumps(results))
+    done = gate(tmp_path, "check", "--results", "foreign.json", "--base-ref", "HEAD")
+    assert done.returncode == 0, done.stdout + done.stderr
+
+    del results["cells"]["abstention/default"]["gold_total"]
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(results, schema)
+    (tmp_path / "foreign.json").write_text(json.dumps(results))
+    done = gate(tmp_path, "check", "--results", "foreign.json", "--json", "v.json")
+    assert_error(done, "foreign.json", "gold_total")
+    assert json.loads((tmp_path / "v.json").read_text())["verdict"] == "error"
