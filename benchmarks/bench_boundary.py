@@ -2,13 +2,15 @@
 
     python benchmarks/bench_boundary.py [--repeat 7] [--records 100000]
 
-1. The built-in suites of this repo's ``membench.toml`` against the reference memory, timed in one
-   Python process two ways, alternating: *in process* — the suites call the ``ReferenceMemory``
-   object directly, as the gate did before every adapter moved into its own process (no validation,
-   no JSON) — and *through the host* — ``runner.run``: the adapter started as
-   ``python -m membench_gate.host``, every call a JSON-RPC request over stdio, every answer
-   validated. Medians of ``--repeat`` runs, and their ratio.
-2. Ingest of ``--records`` synthetic records through the host (batched ``ingest`` requests) vs one
+1. Whole commands, as a user runs them, alternating, wall time: *in process* — a fresh interpreter
+   that loads the config and fixtures, builds the ``ReferenceMemory`` in its own process and runs
+   the built-in suites by calling its methods directly, as the gate did before every adapter moved
+   into its own process — and *through the host* — ``python -m membench_gate run``: the adapter
+   started as ``python -m membench_gate.host``, every call a JSON-RPC request over stdio, every
+   answer validated. Medians of ``--repeat`` runs, and their ratio.
+2. The suites alone in one warm process (start-up excluded), the same two ways: the boundary's
+   per-call cost with nothing to hide it.
+3. Ingest of ``--records`` synthetic records through the host (batched ``ingest`` requests) vs one
    direct ``ingest()`` call: what the boundary costs a large corpus.
 
 Timings are of the machine that runs the script.
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -65,6 +68,12 @@ def in_process(config: Any) -> None:
         suites[name].run(fixtures, DirectSession(memory), config.suites[name], None)
 
 
+def command(argv: list[str]) -> float:
+    start = time.perf_counter()
+    subprocess.run(argv, cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
+    return time.perf_counter() - start
+
+
 def timed(fn: Any, *args: Any) -> float:
     start = time.perf_counter()
     fn(*args)
@@ -75,8 +84,24 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--records", type=int, default=100_000)
+    parser.add_argument("--in-process-run", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.in_process_run:
+        in_process(load_config(ROOT / "membench.toml"))
+        return
     config = load_config(ROOT / "membench.toml")
+    old = [sys.executable, str(Path(__file__).resolve()), "--in-process-run"]
+    new = [sys.executable, "-m", "membench_gate", "run"]
+    command(old), command(new)  # warm the file cache
+    old_s, new_s = [], []
+    for _ in range(args.repeat):
+        old_s.append(command(old))
+        new_s.append(command(new))
+    o, n = statistics.median(old_s), statistics.median(new_s)
+    print(f"command, in process:             {o:.3f} s (median of {args.repeat})")
+    print(f"command, through host:           {n:.3f} s (median of {args.repeat})")
+    print(f"ratio host / in process:         {n / o:.2f}x")
+
     in_process(config)  # warm both paths (imports, caches) before timing
     run(config)
     direct, hosted = [], []
@@ -84,8 +109,8 @@ def main() -> None:
         direct.append(timed(in_process, config))
         hosted.append(timed(run, config))
     d, h = statistics.median(direct), statistics.median(hosted)
-    print(f"built-in suites, in process:     {d:.3f} s (median of {args.repeat})")
-    print(f"built-in suites, through host:   {h:.3f} s (median of {args.repeat})")
+    print(f"suites alone, in process:        {d:.3f} s (median of {args.repeat})")
+    print(f"suites alone, through host:      {h:.3f} s (median of {args.repeat})")
     print(f"ratio host / in process:         {h / d:.2f}x")
 
     sys.path.insert(0, str(ROOT / "benchmarks"))
