@@ -21,6 +21,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from functools import lru_cache
 from typing import Any, Protocol, runtime_checkable
 
 PROTOCOL_VERSION = 1
@@ -133,6 +134,12 @@ def time_from_wire(value: Any, where: str) -> datetime | None:
         return None
     if not isinstance(value, str):
         raise ValueError(f"{where} must be an ISO 8601 string or null")
+    return _parse_time(value)
+
+
+@lru_cache(maxsize=65536)
+def _parse_time(value: str) -> datetime:
+    """Corpora repeat their timestamps: each distinct one is parsed once."""
     text = value[:-1] + "+00:00" if value.endswith(("Z", "z")) else value
     parsed = datetime.fromisoformat(text)
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
@@ -163,21 +170,23 @@ def session_to_wire(session: Session) -> dict[str, Any]:
 
 
 def _strings(value: Any, where: str) -> tuple[str, ...]:
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+    strings = tuple(value) if isinstance(value, list) else None
+    if strings is None or not all(type(v) is str for v in strings):
         raise ValueError(f"{where} must be a list of strings")
-    return tuple(value)
+    return strings
 
 
 def record_from_wire(data: Mapping[str, Any]) -> Record:
-    relevance = data.get("relevance")
+    get = data.get
+    relevance, created, reviewed = get("relevance"), get("created_at"), get("reviewed_at")
+    files, aliases = get("files"), get("aliases")
     return Record(
-        id=data["id"], text=data["text"], source=data.get("source") or "default",
-        files=_strings(data.get("files") or [], "files"),
-        created_at=time_from_wire(data.get("created_at"), "created_at"),
-        reviewed_at=time_from_wire(data.get("reviewed_at"), "reviewed_at"),
-        relevance=None if relevance is None else float(relevance),
-        entity=data.get("entity"), aliases=_strings(data.get("aliases") or [], "aliases"),
-        meta=dict(data.get("meta") or {}),
+        data["id"], data["text"], get("source") or "default",
+        _strings(files, "files") if files else (),
+        None if created is None else time_from_wire(created, "created_at"),
+        None if reviewed is None else time_from_wire(reviewed, "reviewed_at"),
+        None if relevance is None else float(relevance),
+        get("entity"), _strings(aliases, "aliases") if aliases else (), get("meta") or {},
     )
 
 
