@@ -70,7 +70,7 @@ def in_process(config: Any) -> None:
 
 def command(argv: list[str]) -> float:
     start = time.perf_counter()
-    subprocess.run(argv, cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(argv, cwd=ROOT, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return time.perf_counter() - start
 
 

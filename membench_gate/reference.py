@@ -132,7 +132,8 @@ class ReferenceMemory:
 
     def reset(self) -> None:
         self._records: list[Record] = []
-        self._matrix = np.zeros((0, self.embedder.dims), dtype=np.float64)
+        self._matrix = np.zeros((0, self.embedder.dims), dtype=np.float64, order="F")
+        self._pending: list[np.ndarray] = []  # embedded rows not yet in the matrix
         self._ids = np.array([], dtype=object)
         self._sources = np.array([], dtype=object)
         self._created = np.array([], dtype=np.float64)
@@ -151,8 +152,9 @@ class ReferenceMemory:
         self._records.extend(records)
         # Column-major: a query touches only the buckets of its own tokens, so ranking reads those
         # columns of the stored matrix and nothing else.
-        added = self.embedder.embed_many(texts)
-        self._matrix = added if start == 0 else np.asfortranarray(np.vstack([self._matrix, added]))
+        # The gate sends a corpus in batches: rows wait here and join the matrix once, at the next
+        # search, so ingesting n records costs O(n), not a copy of the matrix per batch.
+        self._pending.append(self.embedder.embed_many(texts))
         self._ids = np.concatenate([self._ids, np.array([r.id for r in records], dtype=object)])
         self._sources = np.concatenate(
             [self._sources, np.array([r.source for r in records], dtype=object)]
@@ -172,8 +174,26 @@ class ReferenceMemory:
 
     # -- search ----------------------------------------------------------------------------------
 
+    def _settle(self) -> None:
+        """Move pending rows into one column-major matrix (each row copied once)."""
+        if not self._pending:
+            return
+        blocks = [self._matrix, *self._pending] if len(self._matrix) else self._pending
+        if len(blocks) == 1:
+            self._matrix = blocks[0]
+        else:
+            matrix = np.empty((sum(len(b) for b in blocks), self.embedder.dims),
+                              dtype=np.float64, order="F")
+            row = 0
+            for block in blocks:
+                matrix[row:row + len(block)] = block
+                row += len(block)
+            self._matrix = matrix
+        self._pending = []
+
     def scores(self, query: Query) -> tuple[np.ndarray, np.ndarray]:
         """Composite scores and cosines of every stored record for ``query`` (-inf: excluded)."""
+        self._settle()
         vector = self.embedder.embed(query.text)
         buckets = np.flatnonzero(vector)
         cosine = self._matrix[:, buckets] @ vector[buckets]
