@@ -97,6 +97,7 @@ def main(env: Mapping[str, str] | None = None) -> int:
     for path in paths.values():
         path.unlink(missing_ok=True)
     holdout = ["--include-holdout"] if settings.include_holdout else []
+    holdout += ["--verify-determinism"] if settings.verify_determinism else []
     base_ref = ["--base-ref", settings.base_ref] if settings.base_ref else []
     _gate(["check", "--config", settings.config, "--out", str(paths["results.json"]),
                   "--json", str(paths["verdict.json"]), "--report", str(paths["report.md"]),

@@ -9,17 +9,14 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from membench_gate.config import Config, floors_from_text, load_config
 from membench_gate.errors import GateError
-from membench_gate.gate import BaseInfo, Verdict, breach_keys, decide, floors_of
-from membench_gate.justify import check_justification
+from membench_gate.gate import BaseInfo, Verdict, decide, floors_of
 from membench_gate.results import (
     Baseline,
-    Justification,
     Results,
     UnknownSchemaVersion,
     canonical_dumps,
@@ -111,20 +108,30 @@ def _results(args: argparse.Namespace, config: Config) -> tuple[Results, list[st
         if args.verify_determinism:
             raise GateError("--verify-determinism runs the suites twice; it cannot check a "
                             "--results file")
-        results = parse_results(read_file(args.results), str(args.results))
-        if canonical_dumps(results.config) != canonical_dumps(config.record()):
-            reasons.append(f"{args.results} was produced under another config than "
-                           f"{config.path.name} (suites, holdout or adapter differ)")
-        elif measure(config)[0] != results.fixtures_hash:
-            reasons.append(f"{args.results} was produced on other fixtures or another scorer "
-                           "version (its fixtures_hash differs from the working tree's)")
-        return results, reasons
+        return read_results(args.results, config)
     results = run(config, progress_reporter())
     if args.verify_determinism:
-        again = run(config, None)
-        first = dumps_results(results.model_copy(update={"receipt": again.receipt}))
-        if first != dumps_results(again):
-            reasons.append("determinism check failed: two runs of the same config differ")
+        from membench_gate.determinism import first_difference
+
+        where = first_difference(results, run(config, None))
+        if where:
+            reasons.append(f"determinism check failed: two runs of the same config differ, first "
+                           f"at {where} (equal scores in an arbitrary order? sort ties by score, "
+                           "then id)")
+    return results, reasons
+
+
+def read_results(path: Path, config: Config) -> tuple[Results, list[str]]:
+    """A results file from an earlier run, and why it cannot stand for this working tree (another
+    config, other fixtures or scorer) — empty when it can."""
+    results = parse_results(read_file(path), str(path))
+    reasons: list[str] = []
+    if canonical_dumps(results.config) != canonical_dumps(config.record()):
+        reasons.append(f"{path} was produced under another config than {config.path.name} "
+                       "(suites, holdout or adapter differ)")
+    elif measure(config)[0] != results.fixtures_hash:
+        reasons.append(f"{path} was produced on other fixtures or another scorer version (its "
+                       "fixtures hash differs from the working tree's)")
     return results, reasons
 
 
@@ -196,69 +203,3 @@ def write_outputs(args: argparse.Namespace, config: Config, verdict: Verdict, re
         from membench_gate.report import render
 
         write_atomic(args.report, render(verdict, results, base, limit=None))
-
-
-def _bless_base(config: Config, base_ref: str | None) -> BaseSide:
-    """The base side for bless; outside a git repository there is none (a first baseline)."""
-    from membench_gate import gitbase
-
-    try:
-        gitbase.repo_root(config.base_dir)
-    except GateError:
-        if base_ref:
-            raise
-        print("membench-gate: not a git repository: writing a first baseline without comparison",
-              file=sys.stderr)
-        return BaseSide(BaseInfo(), None, {})
-    return read_base(config, base_ref)
-
-
-def _readable_committed(config: Config) -> Baseline | None:
-    """The committed baseline if it can be read: bless is how a broken one gets repaired."""
-    try:
-        return read_committed(config).baseline
-    except GateError as exc:
-        print(f"membench-gate: ignoring the committed baseline: {exc}", file=sys.stderr)
-        return None
-
-
-def bless(args: argparse.Namespace) -> int:
-    """``membench-gate bless``: run and write the baseline atomically, if the gate allows it."""
-    config = load_config(args.config)
-    results = run(config, progress_reporter())
-    base = _bless_base(config, args.base_ref)
-    committed = _readable_committed(config)
-    proposal = results.to_baseline()
-    probe = decide(base.baseline, proposal, results, floors=floors_of(base.floors, config.floors))
-    probe.base = base.info
-    probe.config = str(args.config)
-    hard = breach_keys(probe, ("zero", "floor"))
-    if hard:
-        print(verdict_summary(probe, results))
-        raise GateError(f"bless refused: {hard[0]} is a zero-gated invariant or floor breach, "
-                        "which no justification can bless" +
-                        (f" (and {len(hard) - 1} more)" if len(hard) > 1 else ""), exit_code=1)
-    keys = breach_keys(probe)
-    text = args.justification
-    if text is None and committed is not None and committed.justification is not None \
-            and sorted(committed.justification.breaches) == keys:
-        text = committed.justification.text  # re-running bless keeps the recorded reason
-    justification = None
-    if keys:
-        base_text = base.baseline.justification.text \
-            if base.baseline and base.baseline.justification else None
-        outcome = check_justification(text, keys, base_text)
-        if not outcome.ok:
-            listed = ", ".join(keys[:5]) + (f" (and {len(keys) - 5} more)" if len(keys) > 5 else "")
-            why = "--justification is required" if text is None else \
-                f"the justification {outcome.failed}"
-            raise GateError(f"bless refused: {why}; it must explain these breaches against the "
-                            f"base baseline: {listed}", exit_code=1)
-        justification = Justification(text=" ".join(text.split()), breaches=keys)
-    elif text is not None:
-        justification = Justification(text=" ".join(text.split()), breaches=[])
-    write_atomic(config.baseline_path, dumps_baseline(results.to_baseline(justification)))
-    where = f"base {base.info.sha[:12]} ({base.info.how})" if base.info.sha else "no base commit"
-    print(f"baseline written to {config.baseline} ({len(results.cells)} cells, "
-          f"{len(keys)} breach{'es' if len(keys) != 1 else ''} vs {where})")
-    return 0

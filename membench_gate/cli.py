@@ -76,11 +76,15 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--include-holdout", action="store_true",
                        help="score holdout items too (changes the measurement)")
 
-    bless = commands.add_parser("bless", help="run and write the baseline (atomically)")
+    bless = commands.add_parser("bless", help="write the baseline (atomically), justified where "
+                                             "the gate requires it")
     _common(bless)
     bless.add_argument("--justification", metavar="TEXT",
                        help="why the breaches against the base baseline are accepted")
     bless.add_argument("--base-ref", metavar="REV", help="base commit (default: auto-detected)")
+    bless.add_argument("--results", type=Path, metavar="FILE",
+                       help="bless an earlier run's results file (check --out, run --out) "
+                            "instead of running the suites again")
 
     comment = commands.add_parser("comment", help="post or update the sticky PR comment")
     comment.add_argument("--report", type=Path, metavar="FILE",
@@ -148,7 +152,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_bless(args: argparse.Namespace) -> int:
-    from membench_gate.check import bless
+    from membench_gate.bless import bless
 
     return bless(args)
 

@@ -102,6 +102,7 @@ class Settings:
     base_ref: str = ""
     include_holdout: bool = False
     selftest: bool = False  # also run membench-gate selftest and show the gate sensitivity
+    verify_determinism: bool = False
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -129,6 +130,7 @@ class Settings:
             base_ref=text("base-ref", cls.base_ref),
             include_holdout=flag("include-holdout", cls.include_holdout),
             selftest=flag("selftest", cls.selftest),
+            verify_determinism=flag("verify-determinism", cls.verify_determinism),
         )
 
     @property

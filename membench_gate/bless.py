@@ -1,0 +1,114 @@
+"""``membench-gate bless``: write the baseline atomically, if the gate allows it.
+
+The run is compared with the base commit's baseline exactly as ``check`` would compare it with a
+committed copy of itself; breaches other than invariants and floors need a justification that
+passes the checks of rule 8. ``--results`` blesses an earlier run (``check --out`` or ``run
+--out``) instead of running every suite again for each attempt at a justification.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from membench_gate.check import BaseSide, read_base, read_committed, read_results
+from membench_gate.config import Config, load_config
+from membench_gate.errors import GateError
+from membench_gate.findings import DRAFT_REASON
+from membench_gate.gate import HARD_KINDS, BaseInfo, breach_keys, decide, floors_of
+from membench_gate.justify import check_justification
+from membench_gate.results import Baseline, Justification, Results, dumps_baseline, write_atomic
+from membench_gate.runner import progress_reporter, run
+from membench_gate.summary import verdict_summary
+
+
+def _base(config: Config, base_ref: str | None) -> BaseSide:
+    """The base side for bless; outside a git repository there is none (a first baseline)."""
+    from membench_gate import gitbase
+
+    try:
+        gitbase.repo_root(config.base_dir)
+    except GateError:
+        if base_ref:
+            raise
+        print("membench-gate: not a git repository: writing a first baseline without comparison",
+              file=sys.stderr)
+        return BaseSide(BaseInfo(), None, {})
+    return read_base(config, base_ref)
+
+
+def _readable_committed(config: Config) -> Baseline | None:
+    """The committed baseline if it can be read: bless is how a broken one gets repaired."""
+    try:
+        return read_committed(config).baseline
+    except GateError as exc:
+        print(f"membench-gate: ignoring the committed baseline: {exc}", file=sys.stderr)
+        return None
+
+
+def _results(args: argparse.Namespace, config: Config) -> Results:
+    if args.results is None:
+        return run(config, progress_reporter())
+    results, reasons = read_results(args.results, config)
+    if reasons:
+        raise GateError(f"bless refused: {reasons[0]}; run bless without --results")
+    return results
+
+
+def _listed(keys: list[str]) -> str:
+    return ", ".join(keys[:5]) + (f" (and {len(keys) - 5} more)" if len(keys) > 5 else "")
+
+
+def bless(args: argparse.Namespace) -> int:
+    """The ``bless`` command: 0 when the baseline was written, 1 when refused."""
+    config = load_config(args.config)
+    results = _results(args, config)
+    base = _base(config, args.base_ref)
+    committed = _readable_committed(config)
+    probe = decide(base.baseline, results.to_baseline(), results,
+                   floors=floors_of(base.floors, config.floors))
+    probe.base = base.info
+    probe.config = str(args.config)
+    hard = breach_keys(probe, HARD_KINDS)
+    if hard:
+        print(verdict_summary(probe, results, base.baseline))
+        raise GateError(f"bless refused: {hard[0]} is a zero-gated invariant or floor breach, "
+                        "which no justification can bless" +
+                        (f" (and {len(hard) - 1} more)" if len(hard) > 1 else ""), exit_code=1)
+    keys = breach_keys(probe)
+    text = args.justification
+    if text is None and committed is not None and committed.justification is not None \
+            and sorted(committed.justification.breaches) == keys:
+        text = committed.justification.text  # re-running bless keeps the recorded reason
+    if text is not None and DRAFT_REASON in text:
+        raise GateError(f"bless refused: replace {DRAFT_REASON} in the justification with the "
+                        "reason for these changes", exit_code=1)
+    justification = None
+    if keys:
+        base_text = base.baseline.justification.text \
+            if base.baseline and base.baseline.justification else None
+        outcome = check_justification(text, keys, base_text)
+        if not outcome.ok:
+            why = "--justification is required" if text is None else \
+                f"the justification was rejected ({outcome.failed})"
+            raise GateError(f"bless refused: {why}; it must explain these breaches against the "
+                            f"base baseline: {_listed(keys)}", exit_code=1)
+        justification = Justification(text=" ".join(text.split()), breaches=keys)
+    elif text is not None:
+        justification = Justification(text=" ".join(text.split()), breaches=[])
+    write_atomic(config.baseline_path, dumps_baseline(results.to_baseline(justification)))
+    print(f"baseline written to {config.baseline} ({len(results.cells)} cells); "
+          + _compared(base, keys))
+    return 0
+
+
+def _compared(base: BaseSide, keys: list[str]) -> str:
+    """What the new baseline was compared with, in words (no "0 breaches vs nothing")."""
+    if base.info.sha is None:
+        return "no base commit to compare with: a first baseline"
+    where = f"the base {base.info.sha[:12]}" + (f" ({base.info.ref})" if base.info.ref else "")
+    if base.baseline is None:
+        return f"{where} has no baseline: this one introduces it"
+    if not keys:
+        return f"no breaches against {where}"
+    return f"{len(keys)} breach{'es' if len(keys) != 1 else ''} against {where}, justified"
