@@ -105,6 +105,16 @@ def build_parser() -> argparse.ArgumentParser:
                          help="update, recreate, or off (default: $MEMBENCH_COMMENT, else update)")
     comment.add_argument("--debug", action="store_true", help="show tracebacks")
 
+    init = commands.add_parser("init", help="scaffold membench.toml, an adapter stub and the "
+                                            "workflow in this repository")
+    _common(init)
+    kind = init.add_mutually_exclusive_group()
+    kind.add_argument("--python", dest="rpc", action="store_false",
+                      help="a Python adapter class, served by the gate (default)")
+    kind.add_argument("--command", dest="rpc", action="store_true",
+                      help="an adapter process speaking JSON-RPC over stdio (any language)")
+    init.set_defaults(rpc=False)
+
     show = commands.add_parser("show", help="one item: what was asked, the gold, what came back, "
                                            "base vs head")
     _common(show)
@@ -165,6 +175,12 @@ def cmd_comment(args: argparse.Namespace) -> int:
                    base=args.base, from_artifact=args.from_artifact, key=args.key, mode=args.mode)
 
 
+def cmd_init(args: argparse.Namespace) -> int:
+    from membench_gate.init import init
+
+    return init(args)
+
+
 def cmd_show(args: argparse.Namespace) -> int:
     from membench_gate.show import show
 
@@ -209,7 +225,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 
 COMMANDS = {"run": cmd_run, "check": cmd_check, "bless": cmd_bless, "comment": cmd_comment,
-            "show": cmd_show, "doctor": cmd_doctor, "explain": cmd_explain,
+            "init": cmd_init, "show": cmd_show, "doctor": cmd_doctor, "explain": cmd_explain,
             "selftest": cmd_selftest}
 
 

@@ -29,6 +29,14 @@ _ITEM_WORDS = {"newly-failed": "newly failing", "item-removed": "removed while f
                "item-eased": "eased (changed, and now passing)"}
 _NET = re.compile(r"^net_at_(\d+(?:\.\d+)?)$")
 _SAID_BY_NUMBERS = ("metric",)
+# How the base commit was found (DESIGN §7 ``base.how``), in words.
+HOW_WORDS = {
+    "explicit": "given with --base-ref",
+    "merge-commit-parent": "first parent of GitHub's merge commit",
+    "event-base-sha": "the pull request's base commit",
+    "remote-default-branch": "tip of the remote's default branch",
+    "local-branch": "tip of the local default branch",
+}
 
 
 def split_key(key: str) -> tuple[str, str | None, str | None]:

@@ -59,13 +59,6 @@ _MODE_WORDS = {
                     "bless, and items whose content is unchanged are still compared one to one.",
     "bootstrap": "There is no baseline at the base commit: this pull request introduces one.",
 }
-_HOW_WORDS = {
-    "explicit": "given with --base-ref",
-    "merge-commit-parent": "first parent of GitHub's merge commit",
-    "event-base-sha": "the pull request's base commit",
-    "remote-default-branch": "tip of the remote's default branch",
-    "local-branch": "tip of the local default branch",
-}
 
 
 def _inert(text: str) -> str:
@@ -312,7 +305,7 @@ def context(verdict: Verdict, results: Results | None, base: Baseline | None, *,
         if verdict.verdict not in ("inconclusive", "error") else "",
         "base_sha": base_sha,
         "base_ref": verdict.base.ref,
-        "base_how": _HOW_WORDS.get(verdict.base.how or "", verdict.base.how),
+        "base_how": findings.HOW_WORDS.get(verdict.base.how or "", verdict.base.how),
         "head_sha": _hex(results.receipt.git_sha),
         "fixtures_hash": _hex(results.fixtures_hash),
         "base_hash": _hex(base.fixtures_hash) if base else None,
