@@ -131,7 +131,7 @@ def read_results(path: Path, config: Config) -> tuple[Results, list[str]]:
                        "(suites, holdout or adapter differ)")
     elif measure(config)[0] != results.fixtures_hash:
         reasons.append(f"{path} was produced on other fixtures or another scorer version (its "
-                       "fixtures hash differs from the working tree's)")
+                       "fixtures_hash differs from the working tree's)")
     return results, reasons
 
 

@@ -61,3 +61,10 @@ def test_a_broken_event_payload_is_a_gate_error_naming_the_file(tmp_path: Path, 
     with pytest.raises(GateError, match=message) as info:
         _ = Context.from_env({"GITHUB_EVENT_PATH": str(event)}).event
     assert str(event) in str(info.value)
+
+
+def test_verify_determinism_input_is_a_checked_flag() -> None:
+    assert Settings.from_env({"MEMBENCH_VERIFY_DETERMINISM": "true"}).verify_determinism
+    assert not Settings.from_env({}).verify_determinism
+    with pytest.raises(GateError, match="input verify-determinism: expected true or false"):
+        Settings.from_env({"MEMBENCH_VERIFY_DETERMINISM": "twice"})
