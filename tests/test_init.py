@@ -8,14 +8,16 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 from gitrepos import commit, git, init
 from test_check_cli import gate
 
 
-def test_init_then_bless_then_check_pass_in_a_fresh_repository(tmp_path: Path) -> None:
+@pytest.mark.parametrize("kind", ["--python", "--command"])
+def test_init_then_bless_then_check_pass_in_a_fresh_repository(tmp_path: Path, kind: str) -> None:
     repo = init(tmp_path / "memory")
-    done = gate(repo, "init")
+    done = gate(repo, "init", kind)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[:3] == ["wrote membench.toml", "wrote bench/membench_adapter.py",
                                             "wrote .github/workflows/membench-gate.yml"]
@@ -23,6 +25,8 @@ def test_init_then_bless_then_check_pass_in_a_fresh_repository(tmp_path: Path) -
     step = workflow["jobs"]["gate"]["steps"][1]
     assert step["uses"].startswith("membench-gate/membench-gate@")
     assert "if" not in workflow["jobs"]["gate"] and "paths" not in str(workflow[True])
+    doctor = gate(repo, "doctor")
+    assert doctor.returncode == 0 and "8/8 checks conform" in doctor.stdout, doctor.stdout
     bless = gate(repo, "bless")
     assert bless.returncode == 0, bless.stderr
     commit(repo, "the gate", {})
