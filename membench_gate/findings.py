@@ -307,12 +307,16 @@ class ItemStory:
             parts.append("the control fails, as designed" if self.extra["control_failed"]
                          else "the control does NOT fail: the suite cannot tell broken from working")
         if self.abstained:
-            parts.append("abstained")
-        instead = [(i, s) for i, s in ranked if i not in self.gold][:3]
+            parts.append("the memory abstained" if rank else "abstained")
+        # What outranked the gold: everything above it, or the top when it is missing.
+        above = ranked[:rank - 1] if rank else ranked
+        instead = [(i, s) for i, s in above if i not in self.gold][:3]
         if instead:
             shown = ", ".join(f"{i} ({metrics.format_number(float(round4(s)))})" if s is not None
                               else i for i, s in instead)
-            parts.append(f"came back instead: {shown}" if self.gold else f"came back: {shown}")
+            words = "came back" if not self.gold else "ranked above it" if rank \
+                else "came back instead"
+            parts.append(f"{words}: {shown}")
         elif self.came_back == [] and not self.abstained:
             parts.append("nothing came back")
         return "; ".join(parts) if parts else "no detail recorded for this item"

@@ -178,7 +178,7 @@ def test_unbanked_improvements_come_with_the_bless_command() -> None:
     assert banked.verdict == "pass" and banked.banked
     markdown = render(banked, head, base)
     assert "not banked" not in markdown and "membench-gate bless" not in markdown
-    assert "Banked: the committed baseline holds this run's numbers." in markdown
+    assert "<p>Banked: the committed baseline holds this run's numbers.</p>" in to_html(markdown)
 
 
 def test_net_chart_has_colours_and_a_legend_only_when_it_adds_something() -> None:
@@ -222,3 +222,15 @@ def test_escaping_happens_in_one_place() -> None:
                           d=0.123456)
     assert out == ("&lt;b&gt;@\u200borg #\u200b12 &#96;x&#96; \\| y&lt;/b&gt; | <br> | "
                    "a'b x | 0.1235")
+
+
+def test_why_names_what_outranked_the_gold() -> None:
+    from membench_gate.findings import ItemStory
+
+    hits = [("d-1", 0.9), ("d-2", 0.8), ("gold", 0.7)]
+    assert ItemStory("c/x", "i", gold=["gold"], came_back=hits).why(5) == \
+        "gold gold: rank 3; ranked above it: d-1 (0.9), d-2 (0.8)"
+    assert ItemStory("c/x", "i", gold=["gold"], came_back=hits[2:], abstained=True).why(5) == \
+        "gold gold: rank 1; the memory abstained"
+    assert ItemStory("c/x", "i", gold=["gold"], came_back=hits[:2]).why(5) == \
+        "gold gold: not in the top 5; came back instead: d-1 (0.9), d-2 (0.8)"
