@@ -124,6 +124,16 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("--base-ref", metavar="REV", help="base commit (default: auto-detected)")
     doctor = commands.add_parser("doctor", help="check the adapter against the protocol")
     _common(doctor)
+    imp = commands.add_parser(
+        "import", help="fixture folders from the data sets memory teams already have",
+        description="Convert your own copy of a published data set into a fixture folder "
+                    "(never bundled). vetobench CORPUS SCENARIOS · veribench ANSWERABLE.jsonl "
+                    "UNANSWERABLE.jsonl · longmemeval FILE · locomo FILE")
+    imp.add_argument("format", choices=("vetobench", "veribench", "longmemeval", "locomo"))
+    imp.add_argument("sources", nargs="+", type=Path, metavar="SRC")
+    imp.add_argument("--out", type=Path, required=True, metavar="DIR",
+                     help="fixture folder to write (with SOURCE.json)")
+    imp.add_argument("--debug", action="store_true", help="show tracebacks")
 
     selftest = commands.add_parser("selftest",
                                    help="prove every gated metric can fail: run mutants of the adapter")
@@ -224,9 +234,22 @@ def cmd_explain(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_import(args: argparse.Namespace) -> int:
+    from membench_gate.importers import import_data
+
+    imported = import_data(args.format, args.sources, args.out)
+    print(f"{imported.summary()} → {args.out}")
+    for note in imported.notes[:10]:
+        print(f"  note: {note}")
+    if len(imported.notes) > 10:
+        print(f"  … {len(imported.notes) - 10} more notes in {args.out / 'SOURCE.json'}")
+    print(f'  enable with: [suites.{imported.suite}] fixtures = ["{args.out.as_posix()}"]')
+    return 0
+
+
 COMMANDS = {"run": cmd_run, "check": cmd_check, "bless": cmd_bless, "comment": cmd_comment,
             "init": cmd_init, "show": cmd_show, "doctor": cmd_doctor, "explain": cmd_explain,
-            "selftest": cmd_selftest}
+            "selftest": cmd_selftest, "import": cmd_import}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -31,6 +31,7 @@ SUITE_OPTIONS: dict[str, dict[str, Any]] = {
     "abstention": {"fixtures": ["builtin"], "k": 5, "lambdas": [1, 2, 5, 10], "shuffle_seed": 7},
     "push": {"fixtures": ["builtin"], "budget": 3},
     "writeback": {"fixtures": ["builtin"], "k": 5},
+    "recall": {"fixtures": ["builtin"], "k": 10},
 }
 SUITE_NAMES = tuple(sorted(SUITE_OPTIONS))
 _TOP_KEYS = ("adapter", "suites", "gate", "floors")
@@ -156,7 +157,7 @@ def parse_floors(raw: Any, label: str) -> dict[str, float]:
         suite, slash, condition = cell.partition("/")
         if not sep or not slash or not suite or not condition or not metric:
             raise GateError(f"{label}: floors.{key!r}: key must be 'suite/condition:metric'")
-        if cell not in metrics.CELLS:
+        if not metrics.known_cell(cell):
             raise GateError(f"{label}: floors.{key!r}: unknown cell {cell!r}"
                             f"{_suggest(cell, list(metrics.CELLS))}")
         if metrics.spec(metric).suite == "?":
@@ -201,8 +202,8 @@ def parse_config(text: str, path: Path, label: str | None = None) -> Config:
         for name in sorted(suites_raw)
     }
     if not suites:
-        raise GateError(f"{label}: no suite enabled (add a [suites.veto], [suites.abstention] "
-                        "or [suites.push] table)")
+        raise GateError(f"{label}: no suite enabled (add a "
+                        f"{', '.join(f'[suites.{n}]' for n in SUITE_NAMES)} table)")
 
     gate = _table(data.get("gate", {}), "[gate]", label)
     _check_keys(gate, _GATE_KEYS, "gate.", label)

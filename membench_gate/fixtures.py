@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -71,8 +72,14 @@ class Decision(_Item):
     created_at: str | None = None
     reviewed_at: str | None = None
     relevance: float | None = Field(default=None, ge=0, le=1)
+    # Lifecycle (§5a): a superseded decision names the one that replaced it.
+    status: Literal["active", "superseded"] = "active"
+    superseded_by: str | None = Field(default=None, min_length=1)
 
     _dates = field_validator("created_at", "reviewed_at")(_iso)
+
+
+LIFECYCLE_TRAPS = ("stale-named", "stale-unnamed")
 
 
 class Scenario(_Item):
@@ -80,8 +87,13 @@ class Scenario(_Item):
     task: str = Field(min_length=1)
     files: list[str] = Field(default_factory=list)
     veto_decision_id: str = Field(min_length=1)
-    trap: Literal["direct", "implicit"]
+    trap: Literal["direct", "implicit", "stale-named", "stale-unnamed"]
     rejected_option: str = Field(min_length=1)
+
+    @property
+    def lifecycle(self) -> bool:
+        """A stale-* trap: scored in ``veto/lifecycle`` only."""
+        return self.trap in LIFECYCLE_TRAPS
 
 
 class ScenarioFile(BaseModel):
@@ -189,6 +201,40 @@ class WritebackSession(_Item):
     gold_facts: list[GoldFact]
     probes: list[SessionProbe] = Field(default_factory=list)
     non_facts: list[NonFact] = Field(default_factory=list)
+_CATEGORY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+
+
+class CorpusItem(_Item):
+    """recall: one turn or chunk of a conversation history; ``session`` groups them."""
+
+    id: str = Field(min_length=1)
+    text: str = Field(min_length=1)
+    session: str = Field(min_length=1)
+    source: str = "default"
+    created_at: str | None = None
+
+    _date = field_validator("created_at")(_iso)
+
+
+class RecallQuery(_Item):
+    """recall: a question; each gold id names a corpus item or a whole session ([] = unanswerable)."""
+
+    id: str = Field(min_length=1)
+    question: str = Field(min_length=1)
+    gold: list[str]
+    category: str | None = None
+    as_of: str | None = None
+    haystack: list[str] | None = Field(default=None, min_length=1)
+
+    _date = field_validator("as_of")(_iso)
+
+    @field_validator("category")
+    @classmethod
+    def _category(cls, value: str | None) -> str | None:
+        if value is not None and not _CATEGORY.match(value):
+            raise ValueError(f"category {value!r} must be letters, digits, '_', '.' or '-' "
+                             "(it names the cell recall/<category>)")
+        return value
 
 
 @dataclass(frozen=True)
@@ -212,6 +258,8 @@ class SuiteFixtures:
     probes: list[Probe] = field(default_factory=list)
     conversations: list[Conversation] = field(default_factory=list)
     sessions: list[WritebackSession] = field(default_factory=list)
+    corpus: list[CorpusItem] = field(default_factory=list)
+    queries: list[RecallQuery] = field(default_factory=list)
     digests: dict[str, str] = field(default_factory=dict)  # included gold item id -> digest
     # Every other included corpus item (decisions, facts, pages) -> digest: removing or editing
     # distractors changes what a memory is measured on as surely as editing gold does.
@@ -283,7 +331,7 @@ def _unique(ids: Iterable[tuple[str, str]], what: str) -> None:
 def load_suite(suite: str, entries: list[str], base_dir: Path, include_holdout: bool) -> SuiteFixtures:
     """Load, merge and validate a suite's fixture folders; compute digests of included items."""
     loader = {"veto": _load_veto, "abstention": _load_abstention, "push": _load_push,
-              "writeback": _load_writeback}[suite]
+              "writeback": _load_writeback, "recall": _load_recall}[suite]
     fixtures = SuiteFixtures(suite=suite, files=[])
     for entry in entries:
         folder, label = _folder(entry, suite, base_dir)
@@ -363,15 +411,65 @@ def _load_writeback(fx: SuiteFixtures, folder: Path, label: str) -> None:
             raise GateError(validation_message(slabel, exc)) from exc
         fx.sessions.append(session)
         fx.origins.append((session.id, slabel))
+def _load_recall(fx: SuiteFixtures, folder: Path, label: str) -> None:
+    clabel, qlabel = f"{label}/corpus.json", f"{label}/queries.json"
+    corpus = _items(CorpusItem, _add(fx, folder / "corpus.json", clabel), clabel)
+    queries = _items(RecallQuery, _add(fx, folder / "queries.json", qlabel), qlabel)
+    fx.corpus += corpus
+    fx.queries += queries
+    fx.origins += [(c.id, clabel) for c in corpus] + [(q.id, qlabel) for q in queries]
 
 
 def _label(fx: SuiteFixtures, ident: str) -> str:
     return fx.label(ident)
 
 
+def _decision_payload(decision: Decision) -> dict[str, Any]:
+    """A decision's digest payload; the lifecycle keys only when they say something, so a corpus
+    without lifecycle keeps the digests it had before lifecycle existed."""
+    payload = decision.model_dump()
+    if decision.status == "active" and decision.superseded_by is None:
+        del payload["status"], payload["superseded_by"]
+    return payload
+
+
+def predecessors(decisions: dict[str, Decision], current: str) -> list[str]:
+    """Ids of the decisions ``current`` supersedes, directly or through a chain, nearest first."""
+    replaced: dict[str, list[str]] = {}
+    for d in decisions.values():
+        if d.superseded_by is not None:
+            replaced.setdefault(d.superseded_by, []).append(d.id)
+    found: list[str] = []
+    frontier = [current]
+    while frontier:
+        step = sorted(i for ident in frontier for i in replaced.get(ident, ()) if i not in found)
+        found += step
+        frontier = step
+    return found
+
+
+def _validate_lifecycle(fx: SuiteFixtures, decisions: dict[str, Decision]) -> None:
+    for d in decisions.values():
+        where = f"{_label(fx, d.id)}: decision {d.id}"
+        if d.superseded_by is None:
+            continue
+        if d.status != "superseded":
+            raise GateError(f"{where}: superseded_by is set but status is {d.status!r} "
+                            "(expected 'superseded')")
+        if d.superseded_by not in decisions:
+            raise GateError(f"{where}: superseded_by {d.superseded_by!r} does not exist")
+        seen, ident = {d.id}, d.superseded_by
+        while ident is not None:
+            if ident in seen:
+                raise GateError(f"{where}: superseded_by forms a cycle through {ident!r}")
+            seen.add(ident)
+            ident = decisions[ident].superseded_by
+
+
 def _validate_veto(fx: SuiteFixtures, include_holdout: bool) -> None:
     _unique(fx.origins, "veto item")
     decisions = {d.id: d for d in fx.decisions}
+    _validate_lifecycle(fx, decisions)
     for scenario, as_of in fx.scenarios:
         where = f"{_label(fx, scenario.id)}: scenario {scenario.id}"
         decision = decisions.get(scenario.veto_decision_id)
@@ -379,16 +477,30 @@ def _validate_veto(fx: SuiteFixtures, include_holdout: bool) -> None:
             raise GateError(
                 f"{where}: veto_decision_id {scenario.veto_decision_id!r} does not exist"
             )
-        if scenario.rejected_option not in {r.option for r in decision.rejected}:
+        stale = predecessors(decisions, decision.id) if scenario.lifecycle else []
+        if scenario.lifecycle:
+            if decision.status != "active":
+                raise GateError(f"{where}: a {scenario.trap} trap's veto_decision_id must be the "
+                                f"current (active) decision; {decision.id} is superseded")
+            if not stale:
+                raise GateError(f"{where}: a {scenario.trap} trap needs a decision superseded by "
+                                f"{decision.id}; none names it in superseded_by")
+        # A lifecycle scenario may name a veto still standing from a superseded predecessor: the
+        # current decision carries it forward.
+        options = {r.option for d in (decision, *(decisions[i] for i in stale)) for r in d.rejected}
+        if scenario.rejected_option not in options:
             raise GateError(
                 f"{where}: rejected_option {scenario.rejected_option!r} is not rejected by "
-                f"{decision.id}"
+                f"{decision.id}" + (" or the decisions it supersedes" if stale else "")
             )
-        if include_holdout or not (scenario.holdout or decision.holdout):
-            fx.digests[scenario.id] = digest(
-                {"scenario": scenario.model_dump(), "as_of": as_of.isoformat(),
-                 "decision": decision.model_dump()}
-            )
+        referenced = [decision, *(decisions[i] for i in stale)]
+        if include_holdout or not (scenario.holdout or any(d.holdout for d in referenced)):
+            payload: dict[str, Any] = {"scenario": scenario.model_dump(),
+                                       "as_of": as_of.isoformat(),
+                                       "decision": _decision_payload(decision)}
+            if stale:
+                payload["superseded"] = [_decision_payload(decisions[i]) for i in stale]
+            fx.digests[scenario.id] = digest(payload)
     if not include_holdout:
         fx.decisions = [d for d in fx.decisions if not d.holdout]
 
@@ -487,8 +599,46 @@ def _validate_writeback(fx: SuiteFixtures, include_holdout: bool) -> None:
                  for s in fx.sessions for t in s.turns}
 
 
+def _validate_recall(fx: SuiteFixtures, include_holdout: bool) -> None:
+    _unique(fx.origins, "recall item")
+    sessions: dict[str, list[CorpusItem]] = {}
+    for item in fx.corpus:
+        sessions.setdefault(item.session, []).append(item)
+    items = {c.id: c for c in fx.corpus}
+    for name in sessions:
+        if name in items:
+            raise GateError(f"{_label(fx, name)}: session {name!r} is also a corpus item id "
+                            "(a gold id must name one or the other)")
+    for query in fx.queries:
+        where = f"{_label(fx, query.id)}: query {query.id}"
+        gold_items: list[CorpusItem] = []
+        for ident in query.gold:
+            if ident in items:
+                gold_items.append(items[ident])
+            elif ident in sessions:
+                gold_items += sessions[ident]
+            else:
+                raise GateError(f"{where}: gold id {ident!r} is neither a corpus item nor a session")
+        if len(set(query.gold)) != len(query.gold):
+            raise GateError(f"{where}: gold lists an id twice")
+        if query.haystack is not None:
+            for name in query.haystack:
+                if name not in sessions:
+                    raise GateError(f"{where}: haystack session {name!r} does not exist")
+            outside = sorted({g.session for g in gold_items} - set(query.haystack))
+            if outside:
+                raise GateError(f"{where}: gold session {outside[0]!r} is not in its haystack")
+        if include_holdout or not (query.holdout or any(g.holdout for g in gold_items)):
+            fx.digests[query.id] = digest({
+                "query": query.model_dump(exclude_none=True),
+                "gold": [g.model_dump(exclude_none=True) for g in gold_items],
+            })
+    if not include_holdout:
+        fx.corpus = [c for c in fx.corpus if not c.holdout]
+
+
 _VALIDATE = {"veto": _validate_veto, "abstention": _validate_abstention, "push": _validate_push,
-             "writeback": _validate_writeback}
+             "writeback": _validate_writeback, "recall": _validate_recall}
 
 
 def fixtures_hash(include_holdout: bool,

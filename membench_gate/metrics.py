@@ -39,12 +39,22 @@ class Metric:
 
 # The cells each suite produces: "suite/condition". Floors and the report read this list.
 CONDITIONS: dict[str, tuple[str, ...]] = {
-    "veto": ("files_known", "files_unknown"),
+    "veto": ("files_known", "files_unknown", "lifecycle"),
     "abstention": ("default", "control_floor_off", "control_shuffled"),
     "push": ("default",),
     "writeback": ("fidelity", "continuity"),
+    "recall": ("default",),
 }
 CELLS = tuple(f"{suite}/{cond}" for suite, conds in CONDITIONS.items() for cond in conds)
+# Suites whose conditions come from the fixtures (recall: one cell per query category).
+OPEN_CONDITIONS = ("recall",)
+_CONDITION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+
+
+def known_cell(cell: str) -> bool:
+    """A cell this version can produce: a fixed one, or ``recall/<category>``."""
+    suite, _, condition = cell.partition("/")
+    return cell in CELLS or (suite in OPEN_CONDITIONS and bool(_CONDITION.match(condition)))
 
 _NET = re.compile(r"^net_at_(?P<lam>\d+(?:\.\d+)?)$")
 
@@ -61,6 +71,11 @@ REGISTRY: dict[str, Metric] = {
             "mrr", "veto", "higher", "report",
             "Mean reciprocal rank of the vetoing decision (0 when it is not in the returned hits).",
             label="MRR",
+        ),
+        Metric(
+            "stale_surfaced", "veto", "lower", "gated",
+            "Share of lifecycle scenarios whose hits rank a superseded predecessor above the "
+            "current decision, or return it while the current decision is missing.",
         ),
         Metric(
             "net_at_<λ>", "abstention", "higher", "gated",
@@ -127,6 +142,24 @@ REGISTRY: dict[str, Metric] = {
             "continuity_rate", "writeback", "higher", "gated",
             "Share of a later session's questions answered by what was written: a hit holds every "
             "keyword of the answer.",
+            "recall_any_at_k", "recall", "higher", "gated",
+            "Share of answerable queries with at least one gold turn or session matched in the "
+            "top k hits.",
+        ),
+        Metric(
+            "recall_all_at_k", "recall", "higher", "gated",
+            "Share of answerable queries with every gold turn or session matched in the top k "
+            "hits (multi-session questions need them all).",
+        ),
+        Metric(
+            "ndcg_at_k", "recall", "higher", "report",
+            "Mean nDCG over the top k hits of answerable queries, each gold id credited once at "
+            "the first hit that matches it.",
+        ),
+        Metric(
+            "false_answer_rate", "recall", "lower", "gated",
+            "Share of unanswerable queries the system answered instead of abstaining (absent "
+            "when there are none).",
         ),
     )
 }

@@ -13,6 +13,11 @@ Nothing here is special-cased by the suites: it is just another adapter.
   to an entity and stamped with ``{source, session, turn}`` (rules in :func:`extract`);
   each is stored like a record whose embedded text is prefixed with its entity, so a later question
   naming the person finds it. Hits carry ``text``, ``entity`` and ``provenance``.
+- Lifecycle (``Record.meta`` ``status`` / ``superseded_by``), as RoBrain documents it: a superseded
+  decision is demoted below every active one (still searchable: history stays queryable), and the
+  vetoes it recorded that still stand are carried forward by its replacement — indexed with the
+  replacement's text, so a task that invites an old veto finds the current decision. A veto counts
+  as overturned (not carried) when the replacement's own text names the rejected option.
 - Push: entity and alias mentions in the turn, exact first, then fuzzy (rapidfuzz) for weak aliases,
   misspellings and surname-only mentions; at most ``k`` ids; entities mentioned in earlier turns
   are suppressed.
@@ -42,6 +47,8 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 # Scores are rounded before ranking so that the last bits of a BLAS sum (which may differ between
 # CPUs) cannot reorder two records that tie.
 _RANK_DECIMALS = 9
+# An active record's composite lies in [0, 1]: subtracting 1 ranks a superseded one after all of them.
+SUPERSEDED_DEMOTION = 1.0
 
 
 def fnv1a_32(data: bytes) -> int:
@@ -113,6 +120,16 @@ def _days(moment: datetime | None) -> float:
     return (moment - _EPOCH).total_seconds() / 86400.0
 
 
+def _meta(record: Record, key: str) -> object:
+    meta = record.meta
+    return meta.get(key) if isinstance(meta, dict) or hasattr(meta, "get") else None
+
+
+def _rejected(record: Record) -> list[str]:
+    options = _meta(record, "rejected")
+    return [o for o in options if isinstance(o, str)] if isinstance(options, list) else []
+
+
 class ReferenceMemory:
     """The embedded reference memory system (see the module docstring).
 
@@ -140,6 +157,8 @@ class ReferenceMemory:
         self._static = np.array([], dtype=np.float64)  # relevance and approval terms
         self._file_index: dict[str, list[int]] = {}
         self._file_counts: dict[str, int] = {}
+        self._demotion = np.array([], dtype=np.float64)
+        self._lifecycle = False
 
     def ingest(self, records: Sequence[Record]) -> None:
         self._store(records, [r.text for r in records])
@@ -171,6 +190,46 @@ class ReferenceMemory:
         for offset, record in enumerate(records):
             for path in set(record.files):
                 self._file_index.setdefault(path, []).append(start + offset)
+        self._demotion = np.concatenate([self._demotion, np.zeros(len(records))])
+        if self._lifecycle or any(_meta(r, "status") or _meta(r, "superseded_by")
+                                  for r in records):
+            self._lifecycle = True
+            self._apply_lifecycle()
+
+    def _apply_lifecycle(self) -> None:
+        """Demote superseded records; re-index each replacement with its inherited vetoes.
+
+        Recomputed from the records' own texts after every ingest, so the order in which a
+        decision and its replacement arrive does not matter.
+        """
+        position = {r.id: i for i, r in enumerate(self._records)}
+        replaced: dict[str, list[int]] = {}
+        for i, record in enumerate(self._records):
+            superseded = _meta(record, "status") == "superseded"
+            self._demotion[i] = SUPERSEDED_DEMOTION if superseded else 0.0
+            successor = _meta(record, "superseded_by")
+            if superseded and isinstance(successor, str):
+                replaced.setdefault(successor, []).append(i)
+        for successor, direct in replaced.items():
+            target = position.get(successor)
+            if target is None or _meta(self._records[target], "status") == "superseded":
+                continue
+            current = self._records[target]
+            own = normalize_text(current.text).split()
+            carried: list[str] = []
+            queue, seen = list(direct), set(direct)
+            while queue:
+                old = self._records[queue.pop(0)]
+                for option in _rejected(old):
+                    overturned = all(tok in own for tok in normalize_text(option).split())
+                    if not overturned and option not in carried and option not in _rejected(current):
+                        carried.append(option)
+                for nxt in replaced.get(old.id, ()):
+                    if nxt not in seen:
+                        seen.add(nxt)
+                        queue.append(nxt)
+            text = " ".join([current.text, *carried])
+            self._matrix[target, :] = self.embedder.embed(text)
 
     # -- search ----------------------------------------------------------------------------------
 
@@ -198,6 +257,8 @@ class ReferenceMemory:
         buckets = np.flatnonzero(vector)
         cosine = self._matrix[:, buckets] @ vector[buckets]
         composite = WEIGHTS["cosine"] * cosine + self._static
+        if self._lifecycle:
+            composite = composite - self._demotion
         files = set(query.files)
         if files:
             overlap = np.zeros(len(self._records))

@@ -43,6 +43,24 @@ def probes() -> list[dict[str, Any]]:
     return read(FIXTURES / "abstention" / "probes.json")
 
 
+def recall_corpus() -> list[dict[str, Any]]:
+    return read(FIXTURES / "recall" / "corpus.json")
+
+
+def recall_queries() -> list[dict[str, Any]]:
+    return read(FIXTURES / "recall" / "queries.json")
+
+
+def superseded(by_id: dict[str, dict[str, Any]], current: str) -> list[str]:
+    """Decisions ``current`` replaces, directly or through a chain."""
+    found: list[str] = []
+    frontier = [current]
+    while frontier:
+        frontier = [d["id"] for d in by_id.values() if d.get("superseded_by") in frontier]
+        found += frontier
+    return found
+
+
 def conversations() -> list[dict[str, Any]]:
     return [read(p) for p in sorted((FIXTURES / "push" / "conversations").glob("*.json"))]
 
@@ -61,10 +79,33 @@ def test_veto_gold_is_valid() -> None:
     for scenario in scenarios:
         decision = by_id.get(scenario["veto_decision_id"])
         assert decision is not None, scenario["id"]
-        rejected = {r["option"]: r["reason"] for r in decision["rejected"]}
+        assert scenario["trap"] in ("direct", "implicit", "stale-named", "stale-unnamed")
+        chain = [decision]
+        if scenario["trap"].startswith("stale-"):
+            # The current decision, and a veto of its own or one still standing from a
+            # decision it replaced.
+            assert decision.get("status", "active") == "active", scenario["id"]
+            chain += [by_id[i] for i in superseded(by_id, decision["id"])]
+            assert len(chain) > 1, scenario["id"]
+        rejected = {r["option"]: r["reason"] for d in chain for r in d["rejected"]}
         assert scenario["rejected_option"] in rejected, scenario["id"]
         assert rejected[scenario["rejected_option"]].strip(), scenario["id"]
-        assert scenario["trap"] in ("direct", "implicit")
+    for d in decisions():
+        if d.get("superseded_by"):
+            assert d["status"] == "superseded" and d["superseded_by"] in by_id, d["id"]
+
+
+def test_recall_gold_is_valid() -> None:
+    corpus, queries = recall_corpus(), recall_queries()
+    sessions = {c["session"] for c in corpus}
+    assert no_duplicates([c["id"] for c in corpus] + [q["id"] for q in queries]) == []
+    assert not sessions & {c["id"] for c in corpus}
+    known = sessions | {c["id"] for c in corpus}
+    session_of = {c["id"]: c["session"] for c in corpus}
+    for query in queries:
+        assert set(query["gold"]) <= known, query["id"]
+        gold_sessions = {session_of.get(g, g) for g in query["gold"]}
+        assert gold_sessions <= set(query["haystack"]), query["id"]
 
 
 def test_abstention_gold_is_valid() -> None:
@@ -101,7 +142,18 @@ def test_veto_counts() -> None:
     assert len(decs) >= 24
     assert sum(1 for d in decs if d["rejected"] and all(r["reason"] for r in d["rejected"])) >= 10
     assert len(scenarios) >= 12
-    assert {s["trap"] for s in scenarios} == {"direct", "implicit"}
+    assert {s["trap"] for s in scenarios} == {"direct", "implicit", "stale-named",
+                                              "stale-unnamed"}
+    # Lifecycle: both stale traps, a chain of three decisions, a veto carried forward from a
+    # superseded decision.
+    lifecycle = [s for s in scenarios if s["trap"].startswith("stale-")]
+    assert len(lifecycle) >= 6
+    assert {s["trap"] for s in lifecycle} == {"stale-named", "stale-unnamed"}
+    by_id_all = {d["id"]: d for d in decs}
+    assert max(len(superseded(by_id_all, s["veto_decision_id"])) for s in lifecycle) >= 2
+    assert any(s["rejected_option"] not in {r["option"] for r in
+                                            by_id_all[s["veto_decision_id"]]["rejected"]}
+               for s in lifecycle)
     # The hard, honest cases: a task that shares no word with the decision that vetoes it.
     by_id = {d["id"]: d for d in decs}
     disjoint = [s["id"] for s in scenarios
@@ -137,16 +189,30 @@ def test_push_counts() -> None:
     assert sum(1 for c in convs if any(p["source"] != c["source"] for p in c["pages"])) >= 2
 
 
+def test_recall_counts() -> None:
+    corpus, queries = recall_corpus(), recall_queries()
+    sessions = Counter(c["session"] for c in corpus)
+    assert len(corpus) >= 120 and len(sessions) >= 20
+    histories = Counter(tuple(q["haystack"]) for q in queries)
+    assert len(histories) >= 3 and all(len(h) >= 8 for h in histories)
+    categories = Counter(q["category"] for q in queries)
+    assert {"temporal", "knowledge-update", "multi-session"} <= set(categories)
+    assert sum(1 for q in queries if not q["gold"]) >= 6
+    assert sum(1 for q in queries if len(q["gold"]) > 1) >= 6
+    assert all(q.get("as_of") for q in queries)
+
+
 def _holdout_share(items: list[dict[str, Any]]) -> float:
     return sum(1 for i in items if i.get("holdout")) / len(items)
 
 
-@pytest.mark.parametrize("suite", ["veto", "abstention", "push"])
+@pytest.mark.parametrize("suite", ["veto", "abstention", "push", "recall"])
 def test_holdout_share_is_about_fifteen_percent(suite: str) -> None:
     gold = {
         "veto": lambda: scenario_file()["scenarios"],
         "abstention": probes,
         "push": lambda: [t for c in conversations() for t in c["turns"]],
+        "recall": recall_queries,
     }[suite]()
     assert 0.10 <= _holdout_share(gold) <= 0.20
 
@@ -154,7 +220,7 @@ def test_holdout_share_is_about_fifteen_percent(suite: str) -> None:
 # -- the loader agrees with the files --------------------------------------------------------------
 
 
-@pytest.mark.parametrize("suite", ["veto", "abstention", "push"])
+@pytest.mark.parametrize("suite", ["veto", "abstention", "push", "recall"])
 def test_holdout_items_are_excluded_unless_included(suite: str) -> None:
     excluded = load_suite(suite, ["builtin"], REPO, include_holdout=False)
     included = load_suite(suite, ["builtin"], REPO, include_holdout=True)
@@ -167,6 +233,11 @@ def test_holdout_items_are_excluded_unless_included(suite: str) -> None:
         held_facts = {f["id"] for f in facts() if f.get("holdout")}
         gold = {p["id"]: p.get("holdout", False) or p["gold_fact_id"] in held_facts
                 for p in probes()}
+    elif suite == "recall":
+        held = {c["id"] for c in recall_corpus() if c.get("holdout")}
+        held |= {c["session"] for c in recall_corpus() if c.get("holdout")}
+        gold = {q["id"]: q.get("holdout", False) or bool(set(q["gold"]) & held)
+                for q in recall_queries()}
     else:
         gold = {f"{c['id']}.{t['id']}": t.get("holdout", False) or c.get("holdout", False)
                 for c in conversations() for t in c["turns"]}

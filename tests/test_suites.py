@@ -94,9 +94,11 @@ def abstaining_reference(tmp_path_factory: pytest.TempPathFactory) -> dict[str, 
 
 def test_reference_runs_every_cell(reference: dict[str, Any]) -> None:
     assert set(reference["cells"]) == {
-        "veto/files_known", "veto/files_unknown", "abstention/default",
+        "veto/files_known", "veto/files_unknown", "veto/lifecycle", "abstention/default",
         "abstention/control_floor_off", "abstention/control_shuffled", "push/default",
         "writeback/fidelity", "writeback/continuity",
+        "recall/knowledge-update", "recall/multi-session", "recall/single-session",
+        "recall/temporal",
     }
     for name, cell in reference["cells"].items():
         assert cell["gold_total"] > 0, name
@@ -109,6 +111,22 @@ def test_reference_veto_files_known_recall(reference: dict[str, Any]) -> None:
     # Knowing the files helps: without them the same scenarios are harder.
     assert (metrics(reference, "veto/files_unknown")["veto_recall_at_k"]
             <= metrics(reference, "veto/files_known")["veto_recall_at_k"])
+
+
+def test_reference_lifecycle_never_surfaces_a_stale_decision(reference: dict[str, Any]) -> None:
+    # Superseded decisions are demoted below every active one (docs/suites.md).
+    assert metrics(reference, "veto/lifecycle")["stale_surfaced"] == 0
+    assert metrics(reference, "veto/lifecycle")["veto_recall_at_k"] == 1
+
+
+def test_reference_recall_cells(reference: dict[str, Any]) -> None:
+    for cell in ("recall/knowledge-update", "recall/temporal", "recall/single-session"):
+        assert set(metrics(reference, cell)) == {"recall_any_at_k", "recall_all_at_k",
+                                                 "ndcg_at_k", "false_answer_rate"}
+    # Every multi-session query is answerable: no false_answer_rate there.
+    assert "false_answer_rate" not in metrics(reference, "recall/multi-session")
+    for cell in ("recall/knowledge-update", "recall/multi-session"):
+        assert metrics(reference, cell)["recall_any_at_k"] > 0.5
 
 
 def test_reference_both_controls_fail(reference: dict[str, Any]) -> None:
@@ -155,7 +173,8 @@ def test_controls_passing_is_zero_gated() -> None:
 
 def test_oracle_is_perfect(oracle: dict[str, Any]) -> None:
     assert oracle["config"]["adapter"]["python"] == "adapters_for_tests:Oracle"
-    for condition in ("files_known", "files_unknown"):
+    assert metrics(oracle, "veto/lifecycle")["stale_surfaced"] == 0
+    for condition in ("files_known", "files_unknown", "lifecycle"):
         veto = metrics(oracle, f"veto/{condition}")
         assert veto["veto_recall_at_k"] == 1
         assert veto["mrr"] == 1
@@ -196,7 +215,7 @@ def test_shuffled_control_caught_when_it_stops_failing(id_oracle: dict[str, Any]
 
 
 def test_always_abstaining_adapter_recall_zero(abstainer: dict[str, Any]) -> None:
-    for condition in ("files_known", "files_unknown"):
+    for condition in ("files_known", "files_unknown", "lifecycle"):
         assert metrics(abstainer, f"veto/{condition}")["veto_recall_at_k"] == 0
     default = metrics(abstainer, "abstention/default")
     assert default["wrong"] == 0

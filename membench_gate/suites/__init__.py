@@ -55,6 +55,7 @@ def ratio(part: float, whole: float) -> float:
 
 def registry() -> dict[str, ModuleType]:
     """Suite name -> module (imported on demand)."""
-    from membench_gate.suites import abstention, push, veto, writeback
+    from membench_gate.suites import abstention, push, recall, veto, writeback
 
-    return {"abstention": abstention, "push": push, "veto": veto, "writeback": writeback}
+    return {"abstention": abstention, "push": push, "recall": recall, "veto": veto,
+            "writeback": writeback}

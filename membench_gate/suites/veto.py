@@ -1,73 +1,99 @@
 """veto: does the decision that rejected an approach come back for a task that invites it?
 
 Each decision is ingested as one record (``decision + " " + rationale``; the vetoes themselves are
-metadata, not text). Each scenario asks ``search`` with the task — with the task's files in
-``files_known``, without them in ``files_unknown`` — and passes when the vetoing decision ranks
-within k.
+metadata, not text, and so are the lifecycle fields ``status`` / ``superseded_by``). Each direct or
+implicit scenario asks ``search`` with the task — with the task's files in ``files_known``, without
+them in ``files_unknown`` — and passes when the vetoing decision ranks within k.
+
+Lifecycle scenarios (``stale-named`` / ``stale-unnamed`` traps) form ``veto/lifecycle``, asked with
+the task's files: their veto decision is the *current* one, and a scenario passes only when it ranks
+within k with no decision it supersedes (directly or through a chain) ranked above it.
+``stale_surfaced`` counts the scenarios whose hits put a superseded predecessor above the current
+decision, or return one while the current decision is missing.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from membench_gate import metrics
 from membench_gate.adapter import Query, Record
-from membench_gate.fixtures import SuiteFixtures, parse_time
+from membench_gate.fixtures import SuiteFixtures, parse_time, predecessors
 from membench_gate.rpc import SuiteSession
 from membench_gate.suites import Progress, SuiteRun, hit_list, ratio
 
-SCORER_VERSION = 1
-CONDITIONS = metrics.CONDITIONS["veto"]
+SCORER_VERSION = 2
+CONDITIONS = ("files_known", "files_unknown")
+
+
+def _record(d: Any) -> Record:
+    return Record(
+        id=d.id,
+        text=f"{d.decision} {d.rationale}".strip(),
+        files=tuple(d.files),
+        created_at=parse_time(d.created_at, "created_at") if d.created_at else None,
+        reviewed_at=parse_time(d.reviewed_at, "reviewed_at") if d.reviewed_at else None,
+        relevance=d.relevance,
+        meta={"rejected": [r.option for r in d.rejected], "status": d.status,
+              "superseded_by": d.superseded_by},
+    )
 
 
 def run(fx: SuiteFixtures, session: SuiteSession, options: dict[str, Any],
         progress: Progress | None = None) -> SuiteRun:
     k = int(options["k"])
     session.reset()
-    session.ingest([
-        Record(
-            id=d.id,
-            text=f"{d.decision} {d.rationale}".strip(),
-            files=tuple(d.files),
-            created_at=parse_time(d.created_at, "created_at") if d.created_at else None,
-            reviewed_at=parse_time(d.reviewed_at, "reviewed_at") if d.reviewed_at else None,
-            relevance=d.relevance,
-            meta={"rejected": [r.option for r in d.rejected]},
-        )
-        for d in fx.decisions
-    ])
-    scenarios = [(s, as_of) for s, as_of in fx.scenarios if s.id in fx.digests]
+    session.ingest([_record(d) for d in fx.decisions])
+    decisions = {d.id: d for d in fx.decisions}
+    scored = [(s, as_of) for s, as_of in fx.scenarios if s.id in fx.digests]
+    plain = [(s, as_of) for s, as_of in scored if not s.lifecycle]
+    lifecycle = [(s, as_of) for s, as_of in scored if s.lifecycle]
     result = SuiteRun()
-    done, total = 0, len(scenarios) * len(CONDITIONS)
-    for condition in CONDITIONS:
+    done, total = 0, len(plain) * len(CONDITIONS) + len(lifecycle)
+    cells = [(c, plain) for c in CONDITIONS] + [("lifecycle", lifecycle)]
+    for condition, scenarios in cells:
+        if not scenarios:
+            continue  # a cell with no items is absent (a lifecycle-only folder has just one)
         outcomes: dict[str, dict[str, Any]] = {}
         reciprocal = 0.0
+        stale_surfaced = 0
         for scenario, as_of in scenarios:
-            files = tuple(scenario.files) if condition == "files_known" else ()
+            files = () if condition == "files_unknown" else tuple(scenario.files)
             answer = session.search(Query(text=scenario.task, k=k, files=files, as_of=as_of),
                                     scenario.id)
             ids = [hit.id for hit in answer.hits[:k]]
-            rank = ids.index(scenario.veto_decision_id) + 1 if scenario.veto_decision_id in ids \
-                else None
+            target = scenario.veto_decision_id
+            rank = ids.index(target) + 1 if target in ids else None
             reciprocal += 1.0 / rank if rank else 0.0
-            outcomes[scenario.id] = {
-                "outcome": "pass" if rank else "fail",
+            detail: dict[str, Any] = {
                 "rank": rank,
                 "score": answer.hits[rank - 1].score if rank else None,
                 "top": ids[0] if ids else None,
                 "trap": scenario.trap,
                 "asked": scenario.task,
                 "files": list(files),
-                "gold": [scenario.veto_decision_id],
+                "gold": [target],
                 "hits": hit_list(answer.hits, k),
                 "abstained": answer.abstain,
             }
+            passed = rank is not None
+            if scenario.lifecycle:
+                stale = set(predecessors(decisions, target))
+                above = [i for i in ids[:(rank - 1) if rank else len(ids)] if i in stale]
+                detail["stale_above"] = above
+                if above:
+                    stale_surfaced += 1
+                    passed = False
+            detail["outcome"] = "pass" if passed else "fail"
+            outcomes[scenario.id] = detail
             done += 1
             if progress:
                 progress("veto", done, total)
-        passed = sum(1 for o in outcomes.values() if o["outcome"] == "pass")
-        result.add(f"veto/{condition}", {
-            "veto_recall_at_k": ratio(passed, len(outcomes)),
+        found = sum(1 for o in outcomes.values() if o["rank"] is not None)
+        cell_metrics = {
+            "veto_recall_at_k": ratio(found, len(outcomes)),
             "mrr": ratio(reciprocal, len(outcomes)),
-        }, outcomes)
+        }
+        if condition == "lifecycle":
+            cell_metrics["stale_surfaced"] = ratio(stale_surfaced, len(outcomes))
+        result.add(f"veto/{condition}", cell_metrics, outcomes)
     return result

@@ -1,0 +1,145 @@
+"""recall: evidence retrieval over long conversation histories (LongMemEval's and LoCoMo's shape).
+
+Corpus items (turns or chunks, grouped by ``session``) are ingested as ``Record(id, text, source,
+created_at, meta={"session": session})``. A query with a ``haystack`` (a list of session ids) is
+asked against just those sessions: the store is reset and the haystack ingested for it, and queries
+with the same haystack share that ingest (in fixture order). Queries without a haystack are asked
+against the whole corpus, ingested once. Each query asks ``search(Query(text=question, k, as_of))``.
+
+A hit *matches* a gold id when it is that item or belongs to that session (session-level gold).
+An answerable query passes when a gold id is matched within the top k; an unanswerable one
+(``gold: []``) when the system abstains. Recall and nDCG read the hits whatever ``abstain`` says
+(they measure retrieval); ``false_answer_rate`` reads ``abstain`` alone.
+
+Cells: ``recall/<category>``, or ``recall/default`` for queries without one. A cell has
+``recall_any_at_k``, ``recall_all_at_k`` and ``ndcg_at_k`` when it has answerable queries and
+``false_answer_rate`` when it has unanswerable ones.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from membench_gate.adapter import Answer, Query, Record
+from membench_gate.fixtures import CorpusItem, RecallQuery, SuiteFixtures, parse_time
+from membench_gate.rpc import SuiteSession
+from membench_gate.suites import Progress, SuiteRun, hit_list, ratio
+
+SCORER_VERSION = 1
+DEFAULT_CELL = "default"
+
+
+def _record(item: CorpusItem) -> Record:
+    return Record(
+        id=item.id,
+        text=item.text,
+        source=item.source,
+        created_at=parse_time(item.created_at, "created_at") if item.created_at else None,
+        meta={"session": item.session},
+    )
+
+
+def _matches(hit_id: str, gold: list[str], session_of: dict[str, str]) -> str | None:
+    """The gold id a hit matches: the item itself, or the session it belongs to."""
+    if hit_id in gold:
+        return hit_id
+    session = session_of.get(hit_id)
+    return session if session is not None and session in gold else None
+
+
+def judge(query: RecallQuery, answer: Answer, k: int, session_of: dict[str, str]) -> dict[str, Any]:
+    """One query's outcome and the per-item detail every metric is recomputed from."""
+    ids = [hit.id for hit in answer.hits[:k]]
+    top = answer.hits[0] if answer.hits else None
+    detail: dict[str, Any] = {
+        "answerable": bool(query.gold),
+        "abstained": answer.abstain,
+        "top": top.id if top else None,
+        "score": top.score if top else None,
+        "asked": query.question,
+        "gold": list(query.gold),
+        "hits": hit_list(answer.hits, k),
+    }
+    if not query.gold:
+        detail["outcome"] = "pass" if answer.abstain else "fail"
+        return detail
+    matched: list[str] = []
+    rank: int | None = None
+    dcg = 0.0
+    for position, hit_id in enumerate(ids, 1):
+        gold_id = _matches(hit_id, query.gold, session_of)
+        if gold_id is None:
+            continue
+        rank = rank or position
+        if gold_id not in matched:  # each gold id is credited once, at its first match
+            matched.append(gold_id)
+            dcg += 1.0 / math.log2(position + 1)
+    ideal = sum(1.0 / math.log2(p + 1) for p in range(1, min(len(query.gold), k) + 1))
+    detail.update(
+        outcome="pass" if matched else "fail",
+        rank=rank,
+        matched=sorted(matched),
+        all=len(matched) == len(query.gold),
+        ndcg=dcg / ideal if ideal else 0.0,
+    )
+    return detail
+
+
+def cell_metrics(outcomes: dict[str, dict[str, Any]]) -> dict[str, float]:
+    """A cell's metrics from its items' detail alone."""
+    answerable = [d for d in outcomes.values() if d["answerable"]]
+    unanswerable = [d for d in outcomes.values() if not d["answerable"]]
+    metrics: dict[str, float] = {}
+    if answerable:
+        n = len(answerable)
+        metrics["recall_any_at_k"] = ratio(sum(1 for d in answerable if d["matched"]), n)
+        metrics["recall_all_at_k"] = ratio(sum(1 for d in answerable if d["all"]), n)
+        metrics["ndcg_at_k"] = ratio(sum(d["ndcg"] for d in answerable), n)
+    if unanswerable:
+        metrics["false_answer_rate"] = ratio(
+            sum(1 for d in unanswerable if not d["abstained"]), len(unanswerable))
+    return metrics
+
+
+def _groups(queries: list[RecallQuery]) -> list[tuple[tuple[str, ...] | None, list[RecallQuery]]]:
+    """Queries grouped by haystack (as a set of sessions), in order of first appearance."""
+    groups: dict[tuple[str, ...] | None, list[RecallQuery]] = {}
+    for query in queries:
+        key = tuple(sorted(set(query.haystack))) if query.haystack is not None else None
+        groups.setdefault(key, []).append(query)
+    return list(groups.items())
+
+
+def run(fx: SuiteFixtures, session: SuiteSession, options: dict[str, Any],
+        progress: Progress | None = None) -> SuiteRun:
+    k = int(options["k"])
+    queries = [q for q in fx.queries if q.id in fx.digests]
+    session_of = {item.id: item.session for item in fx.corpus}
+    everything = [_record(item) for item in fx.corpus]
+    by_session: dict[str, list[int]] = {}  # session -> positions in the corpus
+    for position, item in enumerate(fx.corpus):
+        by_session.setdefault(item.session, []).append(position)
+    cells: dict[str, dict[str, dict[str, Any]]] = {}
+    done = 0
+    for haystack, members in _groups(queries):
+        first = members[0].id
+        session.reset(first)
+        if haystack is None:
+            records = everything
+        else:  # the haystack's items in corpus order, whatever the order of its session list
+            positions = sorted(p for name in haystack for p in by_session.get(name, ()))
+            records = [everything[p] for p in positions]
+        session.ingest(records, first)
+        for query in members:
+            as_of = parse_time(query.as_of, "as_of") if query.as_of else None
+            answer = session.search(Query(text=query.question, k=k, as_of=as_of), query.id)
+            cell = query.category or DEFAULT_CELL
+            cells.setdefault(cell, {})[query.id] = judge(query, answer, k, session_of)
+            done += 1
+            if progress:
+                progress("recall", done, len(queries))
+    result = SuiteRun()
+    for cell in sorted(cells):
+        result.add(f"recall/{cell}", cell_metrics(cells[cell]), cells[cell])
+    return result
