@@ -610,7 +610,10 @@ def _validate_recall(fx: SuiteFixtures, include_holdout: bool) -> None:
             raise GateError(f"{_label(fx, name)}: session {name!r} is also a corpus item id "
                             "(a gold id must name one or the other)")
     for query in fx.queries:
-        where = f"{_label(fx, query.id)}: query {query.id}"
+        def fail(message: str, query: RecallQuery = query) -> GateError:
+            # The file is looked up only for the message: a corpus can hold 100,000s of items.
+            return GateError(f"{_label(fx, query.id)}: query {query.id}: {message}")
+
         gold_items: list[CorpusItem] = []
         for ident in query.gold:
             if ident in items:
@@ -618,16 +621,16 @@ def _validate_recall(fx: SuiteFixtures, include_holdout: bool) -> None:
             elif ident in sessions:
                 gold_items += sessions[ident]
             else:
-                raise GateError(f"{where}: gold id {ident!r} is neither a corpus item nor a session")
+                raise fail(f"gold id {ident!r} is neither a corpus item nor a session")
         if len(set(query.gold)) != len(query.gold):
-            raise GateError(f"{where}: gold lists an id twice")
+            raise fail("gold lists an id twice")
         if query.haystack is not None:
             for name in query.haystack:
                 if name not in sessions:
-                    raise GateError(f"{where}: haystack session {name!r} does not exist")
+                    raise fail(f"haystack session {name!r} does not exist")
             outside = sorted({g.session for g in gold_items} - set(query.haystack))
             if outside:
-                raise GateError(f"{where}: gold session {outside[0]!r} is not in its haystack")
+                raise fail(f"gold session {outside[0]!r} is not in its haystack")
         if include_holdout or not (query.holdout or any(g.holdout for g in gold_items)):
             fx.digests[query.id] = digest({
                 "query": query.model_dump(exclude_none=True),

@@ -31,6 +31,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from datetime import datetime, timezone
+from itertools import chain
 
 import numpy as np
 from rapidfuzz import fuzz
@@ -59,9 +60,14 @@ def fnv1a_32(data: bytes) -> int:
     return h
 
 
+# ``\w`` is ``str.isalnum()`` or ``_``: this replaces exactly the characters that are not
+# alphanumeric, one space each, in C rather than a Python loop over every character.
+_NON_ALNUM = re.compile(r"[\W_]")
+
+
 def normalize_text(text: str) -> str:
     """Lowercase, every non-alphanumeric character to a space."""
-    return "".join(ch if ch.isalnum() else " " for ch in text.lower())
+    return _NON_ALNUM.sub(" ", text.lower())
 
 
 def tokenize(text: str) -> list[str]:
@@ -97,16 +103,18 @@ class HashEmbedder:
 
     def embed_many(self, texts: Sequence[str]) -> np.ndarray:
         """One row per text, column-major (ranking reads a query's columns)."""
-        rows: list[int] = []
-        cols: list[int] = []
-        for row, text in enumerate(texts):
-            for token in tokenize(text):
-                rows += (row, row)
-                cols += self.buckets(token)
+        tokens = [tokenize(text) for text in texts]
+        flat = list(chain.from_iterable(tokens))
+        # Each distinct token is hashed once; the per-token work left is a dict lookup in C.
+        index = {token: i for i, token in enumerate(dict.fromkeys(flat))}
+        buckets = np.array([self.buckets(token) for token in index], dtype=np.intp).reshape(-1, 2)
+        ids = np.fromiter(map(index.__getitem__, flat), dtype=np.intp, count=len(flat))
+        rows = np.repeat(np.arange(len(texts), dtype=np.intp),
+                         np.fromiter(map(len, tokens), dtype=np.intp, count=len(tokens)))
         matrix = np.zeros((len(texts), self.dims), dtype=np.float64, order="F")
         # 1.0 and 0.5 add exactly in any order: the matrix is the same on every machine.
-        weights = np.tile([1.0, 0.5], len(rows) // 2)
-        np.add.at(matrix, (np.array(rows, dtype=np.intp), np.array(cols, dtype=np.intp)), weights)
+        np.add.at(matrix, (rows, buckets[ids, 0]), 1.0)
+        np.add.at(matrix, (rows, buckets[ids, 1]), 0.5)
         norms = np.sqrt(np.einsum("ij,ij->i", matrix, matrix))[:, None]
         np.divide(matrix, norms, out=matrix, where=norms > 0)
         return matrix

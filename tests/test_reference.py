@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from membench_gate import Answer, Query, Record
-from membench_gate.reference import HashEmbedder, ReferenceMemory, fnv1a_32
+from membench_gate.reference import HashEmbedder, ReferenceMemory, fnv1a_32, normalize_text
 
 DIMS = 64
 
@@ -282,3 +282,9 @@ def test_search_embeds_the_query_once_not_every_record(monkeypatch: pytest.Monke
         assert isinstance(answer, Answer)
         assert len(answer.hits) == 5
     assert calls == ["ledger rows", "record number 5", "nothing at all"]
+
+
+def test_normalize_text_is_the_spec_over_all_of_unicode() -> None:
+    # The embedder's spec: every character that is not alphanumeric becomes one space.
+    text = "".join(chr(i) for i in range(0x30000) if not 0xD800 <= i < 0xE000)
+    assert normalize_text(text) == "".join(ch if ch.isalnum() else " " for ch in text.lower())
