@@ -142,6 +142,8 @@ REGISTRY: dict[str, Metric] = {
             "continuity_rate", "writeback", "higher", "gated",
             "Share of a later session's questions answered by what was written: a hit holds every "
             "keyword of the answer.",
+        ),
+        Metric(
             "recall_any_at_k", "recall", "higher", "gated",
             "Share of answerable queries with at least one gold turn or session matched in the "
             "top k hits.",
