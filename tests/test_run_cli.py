@@ -124,17 +124,20 @@ def test_suite_filter_and_include_holdout(tmp_path: Path) -> None:
     assert run_cli("run", "--suite", "veto", "--out", plain).returncode == 0
     assert run_cli("run", "--suite", "veto", "--include-holdout", "--out", holdout).returncode == 0
     a, b = (json.loads(p.read_text(encoding="utf-8")) for p in (plain, holdout))
-    assert set(a["cells"]) == {"veto/files_known", "veto/files_unknown"}
+    assert set(a["cells"]) == {"veto/files_known", "veto/files_unknown", "veto/lifecycle"}
     assert a["config"]["include_holdout"] is False
     assert b["config"]["include_holdout"] is True
     assert a["fixtures_hash"] != b["fixtures_hash"]
     scenarios = json.loads((REPO / "fixtures/veto/scenarios.json").read_text())["scenarios"]
-    held = {s["id"] for s in scenarios if s.get("holdout")}
-    assert held
-    for condition in ("files_known", "files_unknown"):
+    for condition in ("files_known", "files_unknown", "lifecycle"):
+        # Lifecycle (stale-*) scenarios are scored in veto/lifecycle only.
+        stale = condition == "lifecycle"
+        ids = {s["id"] for s in scenarios if s["trap"].startswith("stale-") == stale}
+        held = {s["id"] for s in scenarios if s.get("holdout")} & ids
+        assert held
         cell = f"veto/{condition}"
-        assert a["cells"][cell]["gold_total"] == len(scenarios) - len(held)
-        assert b["cells"][cell]["gold_total"] == len(scenarios)
+        assert a["cells"][cell]["gold_total"] == len(ids) - len(held)
+        assert b["cells"][cell]["gold_total"] == len(ids)
         assert not held & set(a["items"][cell])
         assert held <= set(b["items"][cell])
 
