@@ -109,10 +109,10 @@ def test_run_summary_on_stdout_and_progress_on_stderr(tmp_path: Path) -> None:
     # Not a terminal (a CI log): one line per suite, with the suite's true number of calls.
     assert proc.stderr.splitlines() == [
         line for line in proc.stderr.splitlines()
-        if re.fullmatch(r"(abstention|push|veto|writeback): (\d+)/\2 adapter calls done in "
-                        r"\d+\.\ds", line)]
-    assert [line.split(":")[0] for line in proc.stderr.splitlines()] == ["abstention", "push",
-                                                                        "veto", "writeback"]
+        if re.fullmatch(r"(abstention|push|recall|veto|writeback): (\d+)/\2 adapter calls "
+                        r"done in \d+\.\ds", line)]
+    assert [line.split(":")[0] for line in proc.stderr.splitlines()] == [
+        "abstention", "push", "recall", "veto", "writeback"]
     assert "abstention: 470/470" in proc.stderr  # 235 probes, each asked twice (the control)
     for cell in ("veto/files_known", "abstention/default", "push/default", "writeback/fidelity"):
         assert cell in proc.stdout
