@@ -258,7 +258,7 @@ class SuiteFixtures:
     probes: list[Probe] = field(default_factory=list)
     conversations: list[Conversation] = field(default_factory=list)
     sessions: list[WritebackSession] = field(default_factory=list)
-    corpus: list[CorpusItem] = field(default_factory=list)
+    history: list[CorpusItem] = field(default_factory=list)  # recall: turns / chunks
     queries: list[RecallQuery] = field(default_factory=list)
     digests: dict[str, str] = field(default_factory=dict)  # included gold item id -> digest
     # Every other included corpus item (decisions, facts, pages) -> digest: removing or editing
@@ -415,7 +415,7 @@ def _load_recall(fx: SuiteFixtures, folder: Path, label: str) -> None:
     clabel, qlabel = f"{label}/corpus.json", f"{label}/queries.json"
     corpus = _items(CorpusItem, _add(fx, folder / "corpus.json", clabel), clabel)
     queries = _items(RecallQuery, _add(fx, folder / "queries.json", qlabel), qlabel)
-    fx.corpus += corpus
+    fx.history += corpus
     fx.queries += queries
     fx.origins += [(c.id, clabel) for c in corpus] + [(q.id, qlabel) for q in queries]
 
@@ -602,9 +602,9 @@ def _validate_writeback(fx: SuiteFixtures, include_holdout: bool) -> None:
 def _validate_recall(fx: SuiteFixtures, include_holdout: bool) -> None:
     _unique(fx.origins, "recall item")
     sessions: dict[str, list[CorpusItem]] = {}
-    for item in fx.corpus:
+    for item in fx.history:
         sessions.setdefault(item.session, []).append(item)
-    items = {c.id: c for c in fx.corpus}
+    items = {c.id: c for c in fx.history}
     for name in sessions:
         if name in items:
             raise GateError(f"{_label(fx, name)}: session {name!r} is also a corpus item id "
@@ -637,7 +637,8 @@ def _validate_recall(fx: SuiteFixtures, include_holdout: bool) -> None:
                 "gold": [g.model_dump(exclude_none=True) for g in gold_items],
             })
     if not include_holdout:
-        fx.corpus = [c for c in fx.corpus if not c.holdout]
+        fx.history = [c for c in fx.history if not c.holdout]
+    fx.corpus = {c.id: digest(c.model_dump(exclude_none=True)) for c in fx.history}
 
 
 _VALIDATE = {"veto": _validate_veto, "abstention": _validate_abstention, "push": _validate_push,

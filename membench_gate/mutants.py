@@ -203,10 +203,32 @@ class KeepEveryTurn(Mutant):
         return Answer([*hits, verbatim], answer.abstain)
 
 
+class ResurrectSuperseded(Mutant):
+    name = "resurrect-superseded"
+    description = ("ignores decision lifecycle: ranks the decisions a hit superseded "
+                   "(Record.meta status / superseded_by) just above it")
+
+    def mutate_answer(self, answer: Answer, query: Query) -> Answer:
+        replaced: dict[str, list[str]] = {}
+        for record in self.records:
+            meta = record.meta or {}
+            successor = meta.get("superseded_by")
+            if meta.get("status") == "superseded" and isinstance(successor, str) \
+                    and record.source == query.source:
+                replaced.setdefault(successor, []).append(record.id)
+        if not replaced:  # no lifecycle in this suite: unchanged
+            return answer
+        ids: list[str] = []
+        for hit in answer.hits:
+            ids += [i for i in (*replaced.get(hit.id, ()), hit.id) if i not in ids]
+        hits = list(answer.hits)
+        return Answer(_rescore(ids[:len(hits)], hits), answer.abstain)
+
+
 MUTANTS: tuple[type[Mutant], ...] = (
     DropBestHit, ReverseRanking, WrongIds, NeverAbstain, AlwaysAbstain, ForgetEverything,
     InjectEveryTurn, InjectNothing, InjectForeignSource, ForgetWrites, StripProvenance,
-    Misattribute, KeepEveryTurn,
+    Misattribute, KeepEveryTurn, ResurrectSuperseded,
 )
 
 

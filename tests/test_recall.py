@@ -162,7 +162,9 @@ def test_holdout(tmp_path: Path) -> None:
     excluded = load_suite("recall", ["rec"], tmp_path, include_holdout=False)
     # q2 names a held-out item, q3 a session holding one, q4 is held out itself.
     assert sorted(excluded.digests) == ["q1"]
-    assert "c2" not in {c.id for c in excluded.corpus}
+    assert "c2" not in {c.id for c in excluded.history}
+    # Every corpus item ingested has its own content digest (distractors included).
+    assert sorted(excluded.corpus) == ["a1", "a2", "b1", "c1", "d1"]
     included = load_suite("recall", ["rec"], tmp_path, include_holdout=True)
     assert sorted(included.digests) == ["q1", "q2", "q3", "q4"]
 

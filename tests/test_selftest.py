@@ -21,7 +21,8 @@ from membench_gate.selftest import read_report, sensitivity_markdown
 
 def full_config(folder: Path, target: str = "membench_gate.reference:ReferenceMemory") -> Path:
     path = write_adapter_config(folder, target, {"tau": 0.35})
-    path.write_text(path.read_text() + '[suites.writeback]\nfixtures = ["builtin"]\n')
+    path.write_text(path.read_text() + '[suites.writeback]\nfixtures = ["builtin"]\n'
+                    '[suites.recall]\nfixtures = ["builtin"]\n')
     return path
 
 
@@ -37,7 +38,7 @@ def test_every_gated_and_zero_metric_of_every_cell_is_breached(selftest_run: Any
     proc, data = selftest_run
     assert proc.returncode == 0, proc.stderr
     assert data["blind"] == [] and data["covered"] == data["total"] == len(data["metrics"])
-    # Every gated and zero-gated metric of the four suites, and nothing reported-only.
+    # Every gated and zero-gated metric of the five suites, and nothing reported-only.
     assert "writeback/fidelity:non_fact_leak_rate" in data["metrics"]
     assert "push/default:source_isolation_violations" in data["metrics"]
     assert data["kinds"]["abstention/default:controls_passing"] == "zero"
@@ -47,6 +48,8 @@ def test_every_gated_and_zero_metric_of_every_cell_is_breached(selftest_run: Any
     assert data["metrics"]["writeback/fidelity:provenance_accuracy"]
     assert "strip-provenance" in data["metrics"]["writeback/fidelity:provenance_accuracy"]
     assert data["metrics"]["push/default:source_isolation_violations"] == ["inject-foreign-source"]
+    assert "resurrect-superseded" in data["metrics"]["veto/lifecycle:stale_surfaced"]
+    assert "never-abstain" in data["metrics"]["recall/temporal:false_answer_rate"]
     assert f"gate sensitivity {data['total']}/{data['total']} metrics" in proc.stdout
     assert re.search(r"^strip-provenance +writeback/fidelity:provenance_accuracy$", proc.stdout,
                      re.MULTILINE)
@@ -149,5 +152,5 @@ def test_mutants_give_valid_answers(mutant: type[Mutant], tmp_path: Path) -> Non
         return checked[-1]
 
     results = run(config, wrap=wrap)
-    assert len(checked) == 4 and all(c.calls for c in checked)
+    assert len(checked) == 5 and all(c.calls for c in checked)
     assert results.cells

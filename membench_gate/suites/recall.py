@@ -115,10 +115,10 @@ def run(fx: SuiteFixtures, session: SuiteSession, options: dict[str, Any],
         progress: Progress | None = None) -> SuiteRun:
     k = int(options["k"])
     queries = [q for q in fx.queries if q.id in fx.digests]
-    session_of = {item.id: item.session for item in fx.corpus}
-    everything = [_record(item) for item in fx.corpus]
+    session_of = {item.id: item.session for item in fx.history}
+    everything = [_record(item) for item in fx.history]
     by_session: dict[str, list[int]] = {}  # session -> positions in the corpus
-    for position, item in enumerate(fx.corpus):
+    for position, item in enumerate(fx.history):
         by_session.setdefault(item.session, []).append(position)
     cells: dict[str, dict[str, dict[str, Any]]] = {}
     done = 0
