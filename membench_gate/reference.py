@@ -210,6 +210,7 @@ class ReferenceMemory:
         Recomputed from the records' own texts after every ingest, so the order in which a
         decision and its replacement arrive does not matter.
         """
+        self._settle()  # a replacement's row may be among the pending ones
         position = {r.id: i for i, r in enumerate(self._records)}
         replaced: dict[str, list[int]] = {}
         for i, record in enumerate(self._records):
