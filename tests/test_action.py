@@ -15,7 +15,7 @@ import json
 import re
 import subprocess
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -95,10 +95,10 @@ def pull_request(origin: tuple[Path, str], tmp_path: Path, files: Mapping[str, s
 
 
 @pytest.fixture
-def fake() -> Iterator[FakeGitHub]:
-    with FakeGitHub(token=TOKEN, repository=REPOSITORY) as server:
-        server.add_pull(PR_NUMBER)
-        yield server
+def fake(fake_github: Callable[..., FakeGitHub]) -> FakeGitHub:
+    server = fake_github(token=TOKEN)
+    server.add_pull(PR_NUMBER)
+    return server
 
 
 _steps = itertools.count(1)

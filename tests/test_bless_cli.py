@@ -6,10 +6,12 @@ from __future__ import annotations
 import json
 import re
 import shlex
+from collections.abc import Callable
 from pathlib import Path
 
 import test_check_cli
-from test_check_cli import config_text, gate, verdict_of
+from conftest import run_cli
+from test_check_cli import config_text, verdict_of
 
 # The same blessed origin and pull-request clone as the check tests.
 origin = test_check_cli.origin
@@ -58,35 +60,35 @@ def test_verify_determinism_names_the_first_differing_cell_item_and_field(work: 
 
 def test_bless_results_writes_the_baseline_without_running_again(work: Path) -> None:
     (work / "membench.toml").write_text(config_text(tau=0.5), encoding="utf-8")
-    done = gate(work, "check", "--out", "results.json")
+    done = run_cli("check", "--out", "results.json", cwd=work)
     assert done.returncode == 1, done.stdout  # tau 0.5 costs NET on abstention/default
     line = next(s.strip() for s in done.stdout.splitlines()
                 if s.strip().startswith("membench-gate bless"))
     printed = shlex.split(line)
     draft = printed[printed.index("--justification") + 1]
-    refused = gate(work, *printed[1:], "--results", "results.json")
+    refused = run_cli(*printed[1:], "--results", "results.json", cwd=work)
     assert refused.returncode == 1 and "adapter calls" not in refused.stderr
     assert refused.stderr.strip() == ("membench-gate: error: bless refused: replace <write the "
                                       "reason here> in the justification with the reason for "
                                       "these changes")
-    short = gate(work, "bless", "--results", "results.json", "--justification", "tau raised")
+    short = run_cli("bless", "--results", "results.json", "--justification", "tau raised", cwd=work)
     assert "the justification was rejected (too short: 10 characters, need 40)" in short.stderr
     reason = draft.replace("<write the reason here>", "A higher abstention floor trades "
                            "answered probes for fewer wrong answers on purpose")
-    done = gate(work, "bless", "--results", "results.json", "--justification", reason)
+    done = run_cli("bless", "--results", "results.json", "--justification", reason, cwd=work)
     assert done.returncode == 0, done.stderr
     assert "adapter calls" not in done.stderr  # the results file was blessed, nothing re-ran
     assert re.search(r"\d+ breach(es)? against the base [0-9a-f]{12} \(origin/main\), justified",
                      done.stdout)
     blessed = json.loads((work / "baselines/main.json").read_text())
     assert blessed["justification"]["text"] == reason
-    assert gate(work, "check").returncode == 0
+    assert run_cli("check", cwd=work).returncode == 0
 
 
 def test_bless_results_of_another_config_is_refused(work: Path) -> None:
-    assert gate(work, "run", "--out", "r.json").returncode == 0
+    assert run_cli("run", "--out", "r.json", cwd=work).returncode == 0
     (work / "membench.toml").write_text(config_text(k=3), encoding="utf-8")
-    done = gate(work, "bless", "--results", "r.json")
+    done = run_cli("bless", "--results", "r.json", cwd=work)
     assert done.returncode == 4
     assert "bless refused: r.json was produced under another config" in done.stderr
 
@@ -96,8 +98,20 @@ def test_a_first_baseline_says_so_in_words(tmp_path: Path) -> None:
 
     repo = init(tmp_path / "repo")
     (repo / "membench.toml").write_text(config_text(), encoding="utf-8")
-    done = gate(repo, "bless")
+    done = run_cli("bless", cwd=repo)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == ("baseline written to baselines/main.json (7 cells); no base "
                                    "commit to compare with: a first baseline")
     assert "0 breaches" not in done.stdout
+
+
+def test_bless_repairs_a_broken_committed_baseline(make_repo: Callable[..., Path]) -> None:
+    repo = make_repo()
+    assert run_cli("bless", cwd=repo).returncode == 0
+    good = (repo / "baselines/main.json").read_bytes()
+    (repo / "baselines/main.json").write_text("{not json")
+    assert run_cli("check", cwd=repo).returncode == 4
+    done = run_cli("bless", cwd=repo)
+    assert done.returncode == 0, done.stderr
+    assert "ignoring the committed baseline" in done.stderr
+    assert (repo / "baselines/main.json").read_bytes() == good

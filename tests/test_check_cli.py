@@ -4,14 +4,12 @@ GitHub-style merge commit in a depth-1 checkout, event payloads). Every exit cod
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
-from gitrepos import ISOLATED_ENV, LEAKY_VARS, actions_checkout, clone, commit, git, init
+from conftest import run_cli
+from gitrepos import actions_checkout, clone, commit, git, init
 
 CONFIG = """\
 [adapter]
@@ -51,28 +49,13 @@ def config_text(tau: float = 0.35, k: int = 5, extra: str = "") -> str:
     return CONFIG.format(tau=tau, k=k, extra=extra)
 
 
-def cli_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment of a developer's shell: no CI variables, isolated git."""
-    env = {k: v for k, v in os.environ.items()
-           if k not in LEAKY_VARS and k != "CI" and not k.startswith("GITHUB_")}
-    env.update(ISOLATED_ENV)
-    env.update(extra or {})
-    return env
-
-
-def gate(cwd: Path, *args: str, env: Mapping[str, str] | None = None
-         ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "membench_gate", *args], cwd=cwd,
-                          env=cli_env(env), capture_output=True, text=True, check=False)
-
-
 @pytest.fixture(scope="module")
 def origin(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A bare origin whose main has a blessed baseline (tau 0.35)."""
     root = tmp_path_factory.mktemp("origin")
     seed = init(root / "seed")
     commit(seed, "memory repo", {"membench.toml": config_text(), "README.md": "memory\n"})
-    done = gate(seed, "bless")
+    done = run_cli("bless", cwd=seed)
     assert done.returncode == 0, done.stderr
     commit(seed, "bless baseline", {})
     bare = root / "origin.git"
@@ -91,7 +74,7 @@ def verdict_of(repo: Path, *args: str, env: Mapping[str, str] | None = None
                ) -> tuple[int, dict, str]:
     out = repo / "verdict.json"
     out.unlink(missing_ok=True)
-    done = gate(repo, "check", "--json", str(out), *args, env=env)
+    done = run_cli("check", "--json", str(out), *args, env=env, cwd=repo)
     data = json.loads(out.read_text()) if out.exists() else {}
     return done.returncode, data, done.stdout + done.stderr
 
@@ -113,15 +96,15 @@ def test_regression_then_bless_then_pass(work: Path) -> None:
     assert "membench-gate bless" in out  # tells what to do next
 
     before = (work / "baselines/main.json").read_bytes()
-    refused = gate(work, "bless", "--justification", "update baseline")
+    refused = run_cli("bless", "--justification", "update baseline", cwd=work)
     assert refused.returncode == 1
     assert "justification" in refused.stderr and "Traceback" not in refused.stderr
     assert (work / "baselines/main.json").read_bytes() == before  # nothing written
 
-    done = gate(work, "bless", "--justification", JUSTIFICATION)
+    done = run_cli("bless", "--justification", JUSTIFICATION, cwd=work)
     assert done.returncode == 0, done.stderr
     first = (work / "baselines/main.json").read_bytes()
-    again = gate(work, "bless")  # re-running keeps the recorded reason: byte-identical
+    again = run_cli("bless", cwd=work)  # re-running keeps the recorded reason: byte-identical
     assert again.returncode == 0, again.stderr
     assert (work / "baselines/main.json").read_bytes() == first
     recorded = json.loads(first)["justification"]
@@ -157,12 +140,12 @@ def test_deleted_baseline_requires_bless(work: Path) -> None:
 def test_results_from_another_config_are_inconclusive(work: Path, tmp_path: Path) -> None:
     other = tmp_path / "other.toml"
     other.write_text(config_text(tau=0.3))
-    done = gate(work, "run", "--config", str(other), "--out", str(tmp_path / "r.json"))
+    done = run_cli("run", "--config", str(other), "--out", str(tmp_path / "r.json"), cwd=work)
     assert done.returncode == 0, done.stderr
     code, verdict, _ = verdict_of(work, "--results", str(tmp_path / "r.json"))
     assert (code, verdict["verdict"]) == (3, "inconclusive")
     # The same results under the matching config are gated normally.
-    done = gate(work, "run", "--out", str(tmp_path / "same.json"))
+    done = run_cli("run", "--out", str(tmp_path / "same.json"), cwd=work)
     code, verdict, _ = verdict_of(work, "--results", str(tmp_path / "same.json"))
     assert (code, verdict["verdict"]) == (0, "pass")
 
@@ -186,7 +169,7 @@ def test_zero_gated_breach_refuses_bless_and_fails_check(work: Path) -> None:
             "membench_gate.reference:ReferenceMemory", "leaky:Leaky"),
     })
     before = (work / "baselines/main.json").read_bytes()
-    refused = gate(work, "bless", "--justification", JUSTIFICATION)
+    refused = run_cli("bless", "--justification", JUSTIFICATION, cwd=work)
     assert refused.returncode == 1
     assert "source_isolation_violations" in refused.stderr
     assert (work / "baselines/main.json").read_bytes() == before
@@ -202,7 +185,7 @@ def test_floor_removed_by_the_pr_is_enforced_from_the_base(origin: Path, tmp_pat
     git(repo, "push", "-q", "origin", "HEAD:refs/heads/floors-main")
     git(repo, "checkout", "-q", "-b", "pr")
     commit(repo, "drop floor, raise tau", {"membench.toml": config_text(tau=0.9)})
-    refused = gate(repo, "bless", "--base-ref", "floors-main", "--justification", JUSTIFICATION)
+    refused = run_cli("bless", "--base-ref", "floors-main", "--justification", JUSTIFICATION, cwd=repo)
     assert refused.returncode == 1 and "floor" in refused.stderr
     code, verdict, _ = verdict_of(repo, "--base-ref", "floors-main")
     assert code == 1
@@ -247,7 +230,7 @@ def test_pr_head_checkout_uses_the_event_base_sha(origin: Path, tmp_path: Path) 
 def test_no_remote_uses_the_local_branch(tmp_path: Path) -> None:
     repo = init(tmp_path / "solo")
     commit(repo, "memory", {"membench.toml": config_text()})
-    assert gate(repo, "bless").returncode == 0
+    assert run_cli("bless", cwd=repo).returncode == 0
     commit(repo, "baseline", {})
     git(repo, "checkout", "-q", "-b", "work")
     commit(repo, "raise tau", {"membench.toml": config_text(tau=0.4)})
@@ -261,7 +244,7 @@ def test_bootstrap(tmp_path: Path) -> None:
     git(repo, "checkout", "-q", "-b", "add-gate")
     code, verdict, _ = verdict_of(repo)
     assert (code, verdict["mode"]) == (2, "bootstrap")  # never a silent pass
-    assert gate(repo, "bless").returncode == 0
+    assert run_cli("bless", cwd=repo).returncode == 0
     code, verdict, _ = verdict_of(repo)
     assert (code, verdict["mode"]) == (0, "bootstrap")
     assert "baseline introduced" in verdict["notes"][0]

@@ -7,7 +7,7 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -32,10 +32,10 @@ SECRET_TEXT = "justification text that must never be posted from an artifact"
 
 
 @pytest.fixture
-def fake() -> Iterator[FakeGitHub]:
-    with FakeGitHub(token=TOKEN, login="github-actions", repository=REPO) as server:
-        server.add_pull(5, HEAD_SHA)
-        yield server
+def fake(fake_github: Callable[..., FakeGitHub]) -> FakeGitHub:
+    server = fake_github(token=TOKEN, login="github-actions")
+    server.add_pull(5, HEAD_SHA)
+    return server
 
 
 def results(failed: list[str]) -> Results:

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from conftest import run_cli
 
 REPO = Path(__file__).resolve().parent.parent
 NODE_EXAMPLE = REPO / "examples" / "node-memory"
@@ -77,15 +77,6 @@ class NeverForgets(ReferenceMemory):
 '''
 
 
-def gate(cwd: Path, *args: str, env_extra: dict[str, str] | None = None) \
-        -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("CI", "GITHUB_ACTIONS",
-                                                            "PYTHONHASHSEED")}
-    return subprocess.run([sys.executable, "-m", "membench_gate", *args], cwd=cwd,
-                          env=env | (env_extra or {}), capture_output=True, text=True,
-                          timeout=300, check=False)
-
-
 def rows(output: str) -> dict[str, str]:
     """check name -> ok / FAIL / n/a."""
     found = {}
@@ -100,7 +91,7 @@ def rows(output: str) -> dict[str, str]:
 
 
 def test_the_reference_memory_conforms() -> None:
-    done = gate(REPO, "doctor")
+    done = run_cli("doctor", cwd=REPO)
     assert done.returncode == 0, done.stdout + done.stderr
     assert set(rows(done.stdout).values()) == {"ok"} and len(rows(done.stdout)) == 8
     assert "8/8 checks conform" in done.stdout
@@ -118,7 +109,7 @@ def test_a_faulty_adapter_fails_exactly_its_rule(tmp_path: Path, attr: str, brok
     (tmp_path / "membench.toml").write_text(
         f'[adapter]\npython = "faulty:{attr}"\n[adapter.options]\ntau = 0.35\n'
         '[suites.veto]\nfixtures = ["builtin"]\n')
-    done = gate(tmp_path, "doctor")
+    done = run_cli("doctor", cwd=tmp_path)
     assert done.returncode == 1, done.stdout + done.stderr
     found = rows(done.stdout)
     assert found[broken] == "FAIL", done.stdout
@@ -131,7 +122,7 @@ def test_a_faulty_adapter_fails_exactly_its_rule(tmp_path: Path, attr: str, brok
 def test_an_adapter_that_cannot_start_fails_the_handshake(tmp_path: Path) -> None:
     (tmp_path / "membench.toml").write_text(
         '[adapter]\ncommand = ["no-such-memory-binary"]\n[suites.veto]\nfixtures = ["builtin"]\n')
-    done = gate(tmp_path, "doctor")
+    done = run_cli("doctor", cwd=tmp_path)
     assert done.returncode == 4 or (done.returncode == 1 and "FAIL" in done.stdout)
     assert "no-such-memory-binary" in done.stdout + done.stderr
 
@@ -141,7 +132,7 @@ node = pytest.mark.skipif(shutil.which("node") is None, reason="Node.js is not i
 
 @node
 def test_the_node_example_conforms() -> None:
-    done = gate(NODE_EXAMPLE, "doctor")
+    done = run_cli("doctor", cwd=NODE_EXAMPLE)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "adapter 'node-memory'" in done.stdout and "8/8 checks conform" in done.stdout
 
@@ -152,7 +143,7 @@ def test_the_node_example_is_gated_like_any_memory(tmp_path: Path) -> None:
     shutil.copytree(NODE_EXAMPLE, repo)
     git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com"]
     subprocess.run(["git", "init", "-q", "-b", "main"], cwd=repo, check=True)
-    assert gate(repo, "bless").returncode == 0
+    assert run_cli("bless", cwd=repo).returncode == 0
     subprocess.run([*git, "add", "-A"], cwd=repo, check=True)
     subprocess.run([*git, "commit", "-qm", "gate"], cwd=repo, check=True)
     results = json.loads((repo / "baselines/main.json").read_text())
@@ -167,7 +158,7 @@ def test_the_node_example_is_gated_like_any_memory(tmp_path: Path) -> None:
     assert worse != script
     (repo / "adapter.js").write_text(worse)
     subprocess.run([*git, "commit", "-qam", "drop files"], cwd=repo, check=True)
-    done = gate(repo, "check", "--base-ref", "main", "--json", "v.json")
+    done = run_cli("check", "--base-ref", "main", "--json", "v.json", cwd=repo)
     assert done.returncode == 1, done.stdout + done.stderr
     verdict = json.loads((repo / "v.json").read_text())
     assert verdict["verdict"] == "regression"
@@ -183,11 +174,11 @@ def _has_chromadb() -> bool:
 @pytest.mark.skipif(not _has_chromadb(), reason="the chroma extra is not installed")
 def test_the_chroma_example_conforms_and_is_deterministic(tmp_path: Path) -> None:
     example = REPO / "examples" / "chroma-memory"
-    done = gate(example, "doctor")
+    done = run_cli("doctor", cwd=example)
     assert done.returncode == 0, done.stdout + done.stderr
     outs = [tmp_path / "a.json", tmp_path / "b.json"]
     for out in outs:
-        assert gate(example, "run", "--suite", "veto", "--out", str(out)).returncode == 0
+        assert run_cli("run", "--suite", "veto", "--out", str(out), cwd=example).returncode == 0
     first, second = (json.loads(p.read_text()) for p in outs)
     first.pop("receipt")
     second.pop("receipt")

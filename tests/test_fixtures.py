@@ -9,10 +9,12 @@ from __future__ import annotations
 import json
 import shutil
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import SMALL_FACTS, SMALL_PROBES, run_cli
 
 from membench_gate.config import parse_config
 from membench_gate.fixtures import load_suite
@@ -325,3 +327,20 @@ def test_hash_changes_when_a_conversation_file_is_added(tmp_path: Path) -> None:
     (fx / "push" / "conversations" / "conv-99.json").write_text(json.dumps(conv),
                                                                 encoding="utf-8")
     assert _hash(tmp_path)[0] != original
+
+
+@pytest.mark.parametrize(("mutate", "needle"), [
+    (lambda f, p: f[0].update(holdout="yes"), "holdout"),
+    (lambda f, p: p[0].update(id="f2"), "duplicate"),
+    (lambda f, p: p[0].update(gold_fact_id=7), "gold_fact_id"),
+])
+def test_fixture_mistakes_are_errors_not_conversions(make_repo: Callable[..., Path], mutate,
+                                                     needle: str) -> None:
+    repo = make_repo()
+    facts, probes = json.loads(json.dumps(SMALL_FACTS)), json.loads(json.dumps(SMALL_PROBES))
+    mutate(facts, probes)
+    (repo / "fx/facts.json").write_text(json.dumps(facts))
+    (repo / "fx/probes.json").write_text(json.dumps(probes))
+    done = run_cli("run", "--out", "r.json", cwd=repo)
+    assert done.returncode == 4 and needle in done.stderr, done.stderr
+    assert not (repo / "r.json").exists()

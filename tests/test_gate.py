@@ -398,3 +398,18 @@ def test_allow_regression_never_waives_bless_required_or_inconclusive() -> None:
                   inconclusive=["x"]).verdict == "inconclusive"
     floors = floors_of({"veto/files_known:veto_recall_at_k": 0.85}, {})
     assert decide(base, base, worse, allow_regression="r", floors=floors).verdict == "regression"
+
+
+def test_blessed_is_false_when_a_bless_is_required() -> None:
+    cell = Cell(metrics={"veto_recall_at_k": 0.9}, gold_total=2, failed=[])
+    base = Baseline(schema_version=1, fixtures_hash="h", config={}, cells={"veto/files_known": cell})
+    worse = base.model_copy(update={"cells": {"veto/files_known": Cell(
+        metrics={"veto_recall_at_k": 0.5}, gold_total=2, failed=["a"])}})
+    lie = base.model_copy(update={
+        "cells": {"veto/files_known": Cell(metrics={"veto_recall_at_k": 0.7}, gold_total=2,
+                                           failed=[])},
+        "justification": Justification(
+            text="veto/files_known veto_recall_at_k fell because the ranking changed a lot",
+            breaches=["veto/files_known#a", "veto/files_known:veto_recall_at_k"])})
+    verdict = decide(base, lie, worse)
+    assert verdict.verdict == "bless-required" and verdict.blessed is False

@@ -6,7 +6,7 @@ import json
 import socket
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -30,18 +30,11 @@ ONE_COMMENT = rf"/repos/{REPO}/issues/comments/\d+"
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.fixture(autouse=True)
-def _no_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
-    # A proxy from the environment would swallow requests meant for the loopback fake.
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
-    monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
-
-
 @pytest.fixture
-def fake() -> Iterator[FakeGitHub]:
-    with FakeGitHub(token=TOKEN, login="github-actions", repository=REPO) as server:
-        server.add_pull(PR)
-        yield server
+def fake(fake_github: Callable[..., FakeGitHub]) -> FakeGitHub:
+    server = fake_github(token=TOKEN, login="github-actions")
+    server.add_pull(PR)
+    return server
 
 
 def post(fake: FakeGitHub, body: str = "scoreboard v1", **overrides: Any) -> gh.CommentOutcome:

@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import run_cli
 from gitrepos import commit, git, init
-from test_check_cli import gate
 
 
 @pytest.mark.parametrize("kind", ["--python", "--command"])
 def test_init_then_bless_then_check_pass_in_a_fresh_repository(tmp_path: Path, kind: str) -> None:
     repo = init(tmp_path / "memory")
-    done = gate(repo, "init", kind)
+    done = run_cli("init", kind, cwd=repo)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[:3] == ["wrote membench.toml", "wrote bench/membench_adapter.py",
                                             "wrote .github/workflows/membench-gate.yml"]
@@ -25,23 +25,23 @@ def test_init_then_bless_then_check_pass_in_a_fresh_repository(tmp_path: Path, k
     step = workflow["jobs"]["gate"]["steps"][1]
     assert step["uses"].startswith("membench-gate/membench-gate@")
     assert "if" not in workflow["jobs"]["gate"] and "paths" not in str(workflow[True])
-    doctor = gate(repo, "doctor")
+    doctor = run_cli("doctor", cwd=repo)
     assert doctor.returncode == 0 and "8/8 checks conform" in doctor.stdout, doctor.stdout
-    bless = gate(repo, "bless")
+    bless = run_cli("bless", cwd=repo)
     assert bless.returncode == 0, bless.stderr
     commit(repo, "the gate", {})
     git(repo, "checkout", "-q", "-b", "feature")
-    check = gate(repo, "check")
+    check = run_cli("check", cwd=repo)
     assert check.returncode == 0, check.stdout + check.stderr
     assert check.stdout.startswith("membench-gate: PASS (exit 0)")
-    again = gate(repo, "init")
+    again = run_cli("init", cwd=repo)
     assert again.returncode == 4
     assert again.stderr.strip() == ("membench-gate: error: init: membench.toml already exists; "
                                     "nothing written (move it away or edit it by hand)")
 
 
 def test_init_command_scaffolds_a_process_that_speaks_the_protocol(tmp_path: Path) -> None:
-    done = gate(tmp_path, "init", "--command")
+    done = run_cli("init", "--command", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     config = (tmp_path / "membench.toml").read_text()
     assert 'command = ["python3", "bench/membench_adapter.py"]' in config
@@ -78,10 +78,10 @@ def test_init_command_scaffolds_a_process_that_speaks_the_protocol(tmp_path: Pat
 
 
 def test_a_mistyped_adapter_class_gets_a_did_you_mean(tmp_path: Path) -> None:
-    assert gate(tmp_path, "init").returncode == 0
+    assert run_cli("init", cwd=tmp_path).returncode == 0
     config = tmp_path / "membench.toml"
     config.write_text(config.read_text().replace(":MemoryAdapter", ":MemoryAdaptor"))
-    done = gate(tmp_path, "run")
+    done = run_cli("run", cwd=tmp_path)
     assert done.returncode == 4
     assert done.stderr.strip().endswith("has no attribute 'MemoryAdaptor' (did you mean "
                                         "'MemoryAdapter'?)")

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import run_cli
 
 from membench_gate.rpc import adapter_environment
 
@@ -102,12 +103,6 @@ ABSTENTION = '[suites.abstention]\nfixtures = ["builtin"]\n'
 PUSH = '[suites.push]\nfixtures = ["builtin"]\n'
 
 
-def gate(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("CI", "GITHUB_ACTIONS")}
-    return subprocess.run([sys.executable, "-m", "membench_gate", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=120, check=False)
-
-
 def scripted(tmp_path: Path, mode: str, trigger: str = "search", suites: str = ABSTENTION,
              timeout: int = 20) -> Path:
     (tmp_path / "scripted.py").write_text(SCRIPTED)
@@ -129,7 +124,7 @@ def assert_error(done: subprocess.CompletedProcess[str], *needles: str) -> str:
 
 def test_a_well_behaved_scripted_adapter_runs(tmp_path: Path) -> None:
     # The control for every misbehaviour below: the same script, behaving.
-    done = gate(scripted(tmp_path, "none"), "run", "--out", "r.json")
+    done = run_cli("run", "--out", "r.json", cwd=scripted(tmp_path, "none"))
     assert done.returncode == 0, done.stderr
     results = json.loads((tmp_path / "r.json").read_text())
     assert results["receipt"]["adapter"] == "scripted"
@@ -153,7 +148,7 @@ def test_a_misbehaving_search_is_an_error_naming_call_and_item(tmp_path: Path, m
                                                                why: str) -> None:
     out = tmp_path / "r.json"
     out.write_text("stale results of an earlier run")
-    done = gate(scripted(tmp_path, mode), "run", "--out", str(out))
+    done = run_cli("run", "--out", str(out), cwd=scripted(tmp_path, mode))
     first = assert_error(done, "adapter search() failed in suite abstention, item probe-", why)
     assert len(first) < 400
     assert not out.exists() or out.read_text() == "stale results of an earlier run"
@@ -163,7 +158,7 @@ def test_a_misbehaving_search_is_an_error_naming_call_and_item(tmp_path: Path, m
 
 
 def test_a_hanging_adapter_is_killed_after_the_timeout(tmp_path: Path) -> None:
-    done = gate(scripted(tmp_path, "hang", timeout=1), "run")
+    done = run_cli("run", cwd=scripted(tmp_path, "hang", timeout=1))
     assert_error(done, "adapter search() failed in suite abstention, item probe-",
                  "no answer within 1s")
 
@@ -173,7 +168,7 @@ def test_a_hanging_adapter_is_killed_after_the_timeout(tmp_path: Path) -> None:
     ("push-over-budget", "4 ids for k=3"),
 ])
 def test_push_answers_are_checked(tmp_path: Path, mode: str, why: str) -> None:
-    done = gate(scripted(tmp_path, mode, "push", PUSH), "run")
+    done = run_cli("run", cwd=scripted(tmp_path, mode, "push", PUSH))
     assert_error(done, "adapter push() failed in suite push, item conv-", why)
 
 
@@ -184,7 +179,7 @@ def test_push_answers_are_checked(tmp_path: Path, mode: str, why: str) -> None:
     ("crash", "reset", "adapter reset() failed in suite abstention"),
 ])
 def test_failures_outside_search(tmp_path: Path, mode: str, trigger: str, why: str) -> None:
-    done = gate(scripted(tmp_path, mode, trigger), "run")
+    done = run_cli("run", cwd=scripted(tmp_path, mode, trigger))
     assert_error(done, why)
     if mode == "exit-at-start":
         assert "  | cannot open the vector index" in done.stderr
@@ -193,14 +188,14 @@ def test_failures_outside_search(tmp_path: Path, mode: str, trigger: str, why: s
 def test_a_missing_executable_is_named(tmp_path: Path) -> None:
     (tmp_path / "membench.toml").write_text(
         '[adapter]\ncommand = ["no-such-memory-binary", "--serve"]\n' + ABSTENTION)
-    assert_error(gate(tmp_path, "run"), "cannot start 'no-such-memory-binary'",
+    assert_error(run_cli("run", cwd=tmp_path), "cannot start 'no-such-memory-binary'",
                  "no such executable")
 
 
 def test_a_command_that_is_not_executable_is_named(tmp_path: Path) -> None:
     (tmp_path / "adapter.sh").write_text("#!/bin/sh\nexit 0\n")
     (tmp_path / "membench.toml").write_text('[adapter]\ncommand = ["./adapter.sh"]\n' + ABSTENTION)
-    assert_error(gate(tmp_path, "run"), "cannot start './adapter.sh'", "permission denied")
+    assert_error(run_cli("run", cwd=tmp_path), "cannot start './adapter.sh'", "permission denied")
 
 
 def test_check_replaces_its_outputs_with_the_error_verdict(tmp_path: Path) -> None:
@@ -208,7 +203,7 @@ def test_check_replaces_its_outputs_with_the_error_verdict(tmp_path: Path) -> No
     scripted(tmp_path, "crash")
     (tmp_path / "verdict.json").write_text('{"verdict": "pass"}')
     (tmp_path / "report.md").write_text("PASS (stale)")
-    done = gate(tmp_path, "check", "--json", "verdict.json", "--report", "report.md")
+    done = run_cli("check", "--json", "verdict.json", "--report", "report.md", cwd=tmp_path)
     assert_error(done, "adapter search() failed")
     verdict = json.loads((tmp_path / "verdict.json").read_text())
     assert (verdict["verdict"], verdict["exit_code"]) == ("error", 4)
@@ -271,27 +266,27 @@ def python_adapter(tmp_path: Path, attr: str) -> Path:
 def test_adapter_code_cannot_choose_the_exit_code(tmp_path: Path, attr: str, why: str) -> None:
     repo = python_adapter(tmp_path, attr)
     (repo / "verdict.json").write_text('{"verdict": "pass"}')
-    done = gate(repo, "check", "--json", "verdict.json")
+    done = run_cli("check", "--json", "verdict.json", cwd=repo)
     assert_error(done, why)
     assert json.loads((repo / "verdict.json").read_text())["verdict"] == "error"
 
 
 def test_chdir_and_prints_in_the_adapter_change_nothing(tmp_path: Path) -> None:
     repo = python_adapter(tmp_path, "Wanders")
-    done = gate(repo, "run", "--out", "r.json")
+    done = run_cli("run", "--out", "r.json", cwd=repo)
     assert done.returncode == 0, done.stderr
     assert (repo / "r.json").exists()  # written where the gate was asked to, not under /
     assert "::set-output" not in done.stdout + done.stderr
     printing = python_adapter(tmp_path / "printing", "Prints")
-    done = gate(printing, "run", "--out", "r.json")
+    done = run_cli("run", "--out", "r.json", cwd=printing)
     assert done.returncode == 0, done.stderr
     assert "debug: searching" not in done.stdout  # stdout is the protocol; prints go to stderr
 
 
 def test_the_same_results_in_and_out_of_a_subfolder(tmp_path: Path) -> None:
     # The host serves the same object as before; results are byte-identical across two runs.
-    first = gate(REPO, "run", "--out", str(tmp_path / "a.json"))
-    second = gate(REPO, "run", "--out", str(tmp_path / "b.json"))
+    first = run_cli("run", "--out", str(tmp_path / "a.json"), cwd=REPO)
+    second = run_cli("run", "--out", str(tmp_path / "b.json"), cwd=REPO)
     assert first.returncode == second.returncode == 0
     strip = [json.loads(p.read_text()) for p in (tmp_path / "a.json", tmp_path / "b.json")]
     for data in strip:
@@ -302,7 +297,7 @@ def test_the_same_results_in_and_out_of_a_subfolder(tmp_path: Path) -> None:
 def test_a_mistyped_adapter_class_gets_a_suggestion(tmp_path: Path) -> None:
     (tmp_path / "membench.toml").write_text(
         '[adapter]\npython = "membench_gate.reference:ReferenceMemroy"\n' + ABSTENTION)
-    assert_error(gate(tmp_path, "run"), "has no attribute 'ReferenceMemroy'",
+    assert_error(run_cli("run", cwd=tmp_path), "has no attribute 'ReferenceMemroy'",
                  "did you mean 'ReferenceMemory'?")
 
 
@@ -343,25 +338,25 @@ def test_a_foreign_runners_results_are_checked_against_the_shipped_schema(tmp_pa
 
     subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
     (tmp_path / "membench.toml").write_text(ABSTENTION)
-    assert gate(tmp_path, "bless").returncode == 0
+    assert run_cli("bless", cwd=tmp_path).returncode == 0
     subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-qm",
                     "gate", "--allow-empty"], cwd=tmp_path, check=True)
     subprocess.run(["git", "add", "-A"], cwd=tmp_path, check=True)
     subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-qm",
                     "baseline"], cwd=tmp_path, check=True)
-    assert gate(tmp_path, "run", "--out", "foreign.json").returncode == 0
+    assert run_cli("run", "--out", "foreign.json", cwd=tmp_path).returncode == 0
     results = json.loads((tmp_path / "foreign.json").read_text())
     schema = json.loads((SCHEMA_DIR / "results.schema.json").read_text())
     jsonschema.validate(results, schema)
     results["receipt"]["adapter"] = "my-go-memory 1.4.0"  # the runner names itself
     (tmp_path / "foreign.json").write_text(json.dumps(results))
-    done = gate(tmp_path, "check", "--results", "foreign.json", "--base-ref", "HEAD")
+    done = run_cli("check", "--results", "foreign.json", "--base-ref", "HEAD", cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
 
     del results["cells"]["abstention/default"]["gold_total"]
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(results, schema)
     (tmp_path / "foreign.json").write_text(json.dumps(results))
-    done = gate(tmp_path, "check", "--results", "foreign.json", "--json", "v.json")
+    done = run_cli("check", "--results", "foreign.json", "--json", "v.json", cwd=tmp_path)
     assert_error(done, "foreign.json", "gold_total")
     assert json.loads((tmp_path / "v.json").read_text())["verdict"] == "error"

@@ -3,28 +3,15 @@
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import REPO, run_cli, write_config, write_json
 
 from membench_gate.metrics import REGISTRY
-
-REPO = Path(__file__).resolve().parent.parent
-TESTS = Path(__file__).resolve().parent
-
-
-def run_cli(*args: str | Path, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
-    """``python -m membench_gate ARGS`` in a real subprocess (the package found via PYTHONPATH)."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        [str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])])}
-    return subprocess.run([sys.executable, "-m", "membench_gate", *map(str, args)], cwd=cwd,
-                          env=env, capture_output=True, text=True, timeout=120, check=False)
 
 
 def without_receipt(text: str) -> str:
@@ -33,25 +20,6 @@ def without_receipt(text: str) -> str:
     start = lines.index('  "receipt": {\n')
     end = next(i for i in range(start, len(lines)) if lines[i] in ("  },\n", "  }\n"))
     return "".join(lines[:start] + lines[end + 1:])
-
-
-def write_json(path: Path, data: Any) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
-    return path
-
-
-def write_config(folder: Path, suites: str, adapter: str | None = None,
-                 options: str = "") -> Path:
-    """A membench.toml in ``folder`` with the test adapters module next to it."""
-    folder.mkdir(parents=True, exist_ok=True)
-    shutil.copy(TESTS / "adapters_for_tests.py", folder / "adapters_for_tests.py")
-    head = f'[adapter]\npython = "{adapter}"\n' if adapter else ""
-    if options:
-        head += f"[adapter.options]\n{options}\n"
-    path = folder / "membench.toml"
-    path.write_text(head + suites, encoding="utf-8")
-    return path
 
 
 def abstention_fixtures(folder: Path, probes: list[dict[str, Any]] | None = None) -> Path:

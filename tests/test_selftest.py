@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_suites import run_cli, write_adapter_config
+from conftest import run_cli, write_adapter_config
 
 from membench_gate.adapter import Answer, Query, Record, Session
 from membench_gate.config import load_config

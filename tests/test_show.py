@@ -4,13 +4,11 @@ back, base vs head — from a results file or by running the item's suite."""
 from __future__ import annotations
 
 import io
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from gitrepos import ISOLATED_ENV, LEAKY_VARS, commit, git, init
+from conftest import run_cli
+from gitrepos import commit, git, init
 
 from membench_gate.runner import ProgressReporter
 
@@ -28,30 +26,21 @@ fixtures = ["builtin"]
 """
 
 
-def gate(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k not in LEAKY_VARS} | ISOLATED_ENV
-    env["PYTHONPATH"] = str(PROJECT)
-    for name in ("CI", "GITHUB_ACTIONS"):
-        env.pop(name, None)
-    return subprocess.run([sys.executable, "-m", "membench_gate", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=300, check=False)
-
-
 @pytest.fixture(scope="module")
 def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A blessed base on main; the working tree weakens the memory (fewer dimensions)."""
     path = init(tmp_path_factory.mktemp("show") / "repo")
     commit(path, "config", {"membench.toml": CONFIG.format(dims=512)})
-    assert gate(path, "bless").returncode == 0
+    assert run_cli("bless", cwd=path).returncode == 0
     commit(path, "baseline", {})
     (path / "membench.toml").write_text(CONFIG.format(dims=96), encoding="utf-8")
-    done = gate(path, "check", "--out", "results.json")
+    done = run_cli("check", "--out", "results.json", cwd=path)
     assert done.returncode == 1, done.stdout + done.stderr
     return path
 
 
 def test_show_a_newly_failing_item_by_running_its_suite(repo: Path) -> None:
-    done = gate(repo, "show", "veto/files_known#scn-003")
+    done = run_cli("show", "veto/files_known#scn-003", cwd=repo)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[0] == "veto/files_known#scn-003  (k = 5)"
@@ -70,7 +59,7 @@ def test_show_from_a_results_file_alone(repo: Path, tmp_path: Path) -> None:
     elsewhere = tmp_path / "artifact"
     elsewhere.mkdir()
     (elsewhere / "r.json").write_bytes((repo / "results.json").read_bytes())
-    done = gate(elsewhere, "show", "abstention/default#probe-052", "--results", "r.json")
+    done = run_cli("show", "abstention/default#probe-052", "--results", "r.json", cwd=elsewhere)
     assert done.returncode == 0 and done.stderr == ""
     assert "gold:       none (nothing stored answers it: abstaining is right)" in done.stdout
     assert done.stdout.rstrip().splitlines()[-1].startswith(
@@ -78,13 +67,13 @@ def test_show_from_a_results_file_alone(repo: Path, tmp_path: Path) -> None:
 
 
 def test_show_names_the_nearest_item_and_refuses_bad_targets(repo: Path) -> None:
-    done = gate(repo, "show", "veto/files_known#scn-03", "--results", "results.json")
+    done = run_cli("show", "veto/files_known#scn-03", "--results", "results.json", cwd=repo)
     assert done.returncode == 4
     assert done.stderr.strip() == ("membench-gate: error: show: no item 'scn-03' in "
                                    "veto/files_known (did you mean 'scn-003'?)")
-    done = gate(repo, "show", "scn-003", "--results", "results.json")
+    done = run_cli("show", "scn-003", "--results", "results.json", cwd=repo)
     assert done.returncode == 4 and "SUITE/CONDITION#ID" in done.stderr
-    done = gate(repo, "show", "push/default#conv-01.t01")
+    done = run_cli("show", "push/default#conv-01.t01", cwd=repo)
     assert done.returncode == 4 and "suite 'push' is not enabled" in done.stderr
 
 

@@ -4,45 +4,16 @@ memory (this repo's ``membench.toml``), and test-only adapters plugged in throug
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import BUILTIN, REPO, run_cli, write_adapter_config
 
 from membench_gate.metrics import gate_kind
 
-REPO = Path(__file__).resolve().parent.parent
-TESTS = Path(__file__).resolve().parent
-BUILTIN = REPO / "fixtures"
 LAMBDAS = (1, 2, 5, 10)
 CONTROLS = ("control_floor_off", "control_shuffled")
-
-
-def run_cli(*args: str | Path, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
-    """``python -m membench_gate ARGS`` in a real subprocess (the package found via PYTHONPATH)."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        [str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])])}
-    return subprocess.run([sys.executable, "-m", "membench_gate", *map(str, args)], cwd=cwd,
-                          env=env, capture_output=True, text=True, timeout=120, check=False)
-
-
-def write_adapter_config(folder: Path, target: str, options: dict[str, Any] | None = None) -> Path:
-    """A membench.toml running every built-in suite on ``target``, with the test adapters module
-    next to it (the loader puts the config's folder on sys.path)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    shutil.copy(TESTS / "adapters_for_tests.py", folder / "adapters_for_tests.py")
-    lines = ["[adapter]", f'python = "{target}"', "[adapter.options]"]
-    lines += [f"{key} = {json.dumps(value)}" for key, value in (options or {}).items()]
-    lines += ['[suites.veto]', 'fixtures = ["builtin"]', 'k = 5',
-              '[suites.abstention]', 'fixtures = ["builtin"]', 'k = 5', 'lambdas = [1, 2, 5, 10]',
-              '[suites.push]', 'fixtures = ["builtin"]', 'budget = 3']
-    path = folder / "membench.toml"
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path
 
 
 def run_results(config: Path, out: Path) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_suites import BUILTIN, TESTS, run_cli
+from conftest import BUILTIN, TESTS, run_cli
 
 from membench_gate import Query, Session, Turn
 from membench_gate.fixtures import keyword_in, load_suite

@@ -1,0 +1,17 @@
+"""The gate config: mistakes are one-line errors naming the key."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from conftest import run_cli
+
+
+def test_a_floor_on_an_unknown_cell_is_a_config_error(make_repo: Callable[..., Path]) -> None:
+    repo = make_repo()
+    (repo / "membench.toml").write_text(
+        '[suites.abstention]\nfixtures = ["fx"]\n'
+        '[floors]\n"veto/files_knwn:veto_recall_at_k" = 0.5\n')
+    done = run_cli("run", cwd=repo)
+    assert done.returncode == 4 and "did you mean 'veto/files_known'" in done.stderr
