@@ -1,0 +1,56 @@
+"""The terminal summaries of run and check: what they say, in the scoreboard's order."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from membench_gate.gate import decide
+from membench_gate.results import Cell, Results
+from membench_gate.summary import fmt, run_summary, verdict_summary
+
+
+def results(recall: float, failed: list[str], gold_total: int = 4) -> Results:
+    return Results(
+        schema_version=1, fixtures_hash="ab" * 32, config={"suites": {}}, digests={},
+        cells={"veto/files_known": Cell(metrics={"veto_recall_at_k": recall}, gold_total=gold_total,
+                                        failed=failed),
+               "abstention/control_shuffled": Cell(metrics={}, gold_total=1, failed=[])},
+        receipt={"tool_version": "0", "started_at": "x", "duration_s": 2.25, "adapter": "a"},
+        items={})
+
+
+def test_values_are_rounded_half_up_and_none_is_a_dash() -> None:
+    assert fmt(0.12345) == "0.1235" and fmt(None) == "—" and fmt(1.0) == "1"
+
+
+def test_run_summary_counts_passing_items_and_says_what_a_control_does() -> None:
+    text = run_summary(results(0.75, ["scn-1"]), Path("out.json"))
+    lines = text.splitlines()
+    assert lines[0].startswith("2 cells measured in 2.") and lines[0].endswith(
+        "s (fixtures hash abababababab)")
+    assert "  veto/files_known: 3/4 gold items pass  veto_recall_at_k=0.75" in lines
+    assert "  abstention/control_shuffled: control fails as designed" in lines
+    assert lines[-1] == "results written to out.json"
+    assert "written" not in run_summary(results(0.75, []), None)
+
+
+def test_verdict_summary_leads_with_the_verdict_then_the_breaches() -> None:
+    base, head = results(1.0, []), results(0.5, ["scn-1", "scn-2"])
+    verdict = decide(base.to_baseline(), base.to_baseline(), head)
+    text = verdict_summary(verdict, head, base.to_baseline())
+    lines = text.splitlines()
+    assert lines[0] == f"membench-gate: REGRESSION (exit {verdict.exit_code})"
+    assert verdict.exit_code == 1
+    assert any("breaches" in line and "most severe first" in line for line in lines)
+    assert lines.index("  breaches (3), most severe first:") == 3
+    assert lines[4].split() == ["veto", "recall@k", "on", "veto/files_known", "1", "→", "0.5",
+                                "−50", "pts"]
+    assert lines[5] == "    2 items newly failing on veto/files_known: scn-1, scn-2"
+    assert "    membench-gate show 'veto/files_known#scn-1'" in lines[lines.index("  next:"):]
+
+
+def test_a_pass_has_no_breach_lines() -> None:
+    same = results(1.0, [])
+    text = verdict_summary(decide(same.to_baseline(), same.to_baseline(), same), same, None)
+    assert text.splitlines()[:2] == ["membench-gate: PASS (exit 0)", "  no breaches"]
+    assert "most severe first" not in text and "next:" not in text
