@@ -188,13 +188,14 @@ def cmd_comment(args: argparse.Namespace) -> int:
 def cmd_init(args: argparse.Namespace) -> int:
     from membench_gate.init import init
 
-    return init(args)
+    return init(args.config, command=args.rpc)
 
 
 def cmd_show(args: argparse.Namespace) -> int:
     from membench_gate.show import show
 
-    return show(args)
+    return show(args.target, config_path=args.config, results_path=args.results,
+                base_ref=args.base_ref)
 
 
 def cmd_selftest(args: argparse.Namespace) -> int:

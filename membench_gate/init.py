@@ -10,7 +10,6 @@ never overwritten.
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
@@ -37,11 +36,12 @@ def plan(root: Path, command: bool) -> dict[Path, str]:
     }
 
 
-def init(args: argparse.Namespace) -> int:
-    """The ``init`` command: 0 when every file was written, 4 (nothing written) if one exists."""
-    root = args.config.parent if args.config.name else Path(".")
-    files = plan(root, args.rpc)
-    files = {(args.config if path.name == "membench.toml" else path): text
+def init(config_path: Path, *, command: bool = False) -> int:
+    """The ``init`` command: 0 when every file was written, 4 (nothing written) if one exists.
+    ``command``: scaffold a JSON-RPC adapter process instead of a Python class."""
+    root = config_path.parent if config_path.name else Path(".")
+    files = plan(root, command)
+    files = {(config_path if path.name == "membench.toml" else path): text
              for path, text in files.items()}
     existing = [path for path in files if path.exists()]
     if existing:
@@ -50,7 +50,7 @@ def init(args: argparse.Namespace) -> int:
     for path, text in files.items():
         write_atomic(path, text)
         print(f"wrote {path}")
-    config = "" if args.config == Path("membench.toml") else f" --config {args.config}"
+    config = "" if config_path == Path("membench.toml") else f" --config {config_path}"
     print("next:\n"
           f"  membench-gate bless{config}      # measure and write the first baseline\n"
           f"  git add {' '.join(str(p) for p in files)} baselines/\n"

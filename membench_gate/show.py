@@ -150,16 +150,18 @@ def render_item(results: Results, cell: str, item: str, base: BaseOutcome | None
     return "\n".join(lines)
 
 
-def show(args: Any) -> int:
-    """The ``show`` command."""
-    cell, item = parse_target(args.target)
-    if args.results is not None and not args.config.exists() and args.base_ref is None:
+def show(target: str, *, config_path: Path, results_path: Path | None = None,
+         base_ref: str | None = None) -> int:
+    """The ``show`` command: item ``target`` (``CELL#ID``) of ``results_path``, or of a run of its
+    suite under ``config_path``, next to its outcome at the base commit."""
+    cell, item = parse_target(target)
+    if results_path is not None and not config_path.exists() and base_ref is None:
         # A results file on its own (an artifact from CI): no config, so no base to read.
-        results = parse_results(read_file(args.results), str(args.results))
+        results = parse_results(read_file(results_path), str(results_path))
         print(render_item(results, cell, item, None))
         return 0
-    config = load_config(args.config)
-    results = _results(config, args.results, cell)
-    base = base_outcome(config, args.base_ref, cell, item)
+    config = load_config(config_path)
+    results = _results(config, results_path, cell)
+    base = base_outcome(config, base_ref, cell, item)
     print(render_item(results, cell, item, base))
     return 0
