@@ -118,7 +118,7 @@ def default_push(answer: Answer, k: int) -> list[str]:
     return [hit.id for hit in answer.hits[:k]]
 
 
-# --- the wire form (DESIGN: every key always present, absent values null, times ISO 8601 UTC) ---
+# --- the wire form (docs/adapters.md: every key always present, absent values null, times ISO 8601 UTC) ---
 
 def time_to_wire(value: datetime | None) -> str | None:
     """``2026-06-01T00:00:00Z``; a naive time is taken as UTC."""

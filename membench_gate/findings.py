@@ -20,8 +20,8 @@ from membench_gate import metrics
 from membench_gate.gate import HARD_KINDS, Breach, Verdict, breach_keys
 from membench_gate.results import Baseline, Results, round4
 
-# Severity groups, most severe first (DESIGN §9): invariants, floors, gated metrics by the size of
-# the adverse move, other changes to what is measured, then items.
+# Severity groups, most severe first (docs/gate.md, "Reading the scoreboard"): invariants, floors,
+# gated metrics by the size of the adverse move, other changes to what is measured, then items.
 INVARIANT, FLOOR, METRIC, MEASUREMENT, ITEMS = range(5)
 _GROUP_OF_KIND = {"zero": INVARIANT, "floor": FLOOR, "metric": METRIC, "metric-missing": METRIC,
                   "cell-missing": METRIC}
@@ -29,7 +29,7 @@ _ITEM_WORDS = {"newly-failed": "newly failing", "item-removed": "removed while f
                "item-eased": "eased (changed, and now passing)"}
 _NET = re.compile(r"^net_at_(\d+(?:\.\d+)?)$")
 _SAID_BY_NUMBERS = ("metric",)
-# How the base commit was found (DESIGN §7 ``base.how``), in words.
+# How the base commit was found (``base.how``, docs/gate.md "Base commit"), in words.
 HOW_WORDS = {
     "explicit": "given with --base-ref",
     "merge-commit-parent": "first parent of GitHub's merge commit",

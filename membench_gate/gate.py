@@ -1,4 +1,4 @@
-"""``decide()``: the gate rules of DESIGN §6, as a pure function.
+"""``decide()``: the gate rules of docs/gate.md, as a pure function.
 
 Inputs in, :class:`Verdict` out: no git, no GitHub, no files, no clock. Everything the edges found
 (floors of both configs, reasons a comparison is impossible) arrives as arguments, so every rule is

@@ -253,7 +253,7 @@ _EASING_KINDS = ("item-eased", "item-removed", "corpus-removed")
 
 
 def _easing(verdict: Verdict) -> list[str]:
-    """Breaches that make the test easier (DESIGN §6 rule 7), named beside the fixture diff."""
+    """Breaches that make the test easier (docs/gate.md, "Rules"), named beside the fixture diff."""
     return [b.key for b in verdict.breaches
             if b.kind in _EASING_KINDS or ":option:" in b.key or b.kind.startswith("option")]
 

@@ -406,7 +406,7 @@ def start(argv: Sequence[str], cwd: Path, options: Mapping[str, Any], timeout: f
 
 
 class SuiteSession:
-    """The adapter as one suite sees it: every answer checked against the contract (DESIGN §4)."""
+    """The adapter as one suite sees it: every answer checked against the contract (docs/adapters.md)."""
 
     def __init__(self, client: AdapterClient, suite: str) -> None:
         self.client = client

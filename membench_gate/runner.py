@@ -27,7 +27,7 @@ def _git_sha(config: Config) -> str | None:
     return sha if out.returncode == 0 and len(sha) == 40 else None
 
 
-PROGRESS_INTERVAL = 10.0  # seconds between progress lines outside a terminal (DESIGN §8)
+PROGRESS_INTERVAL = 10.0  # seconds between progress lines outside a terminal (docs/gate.md, "Progress")
 
 
 class ProgressReporter:

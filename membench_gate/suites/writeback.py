@@ -1,7 +1,7 @@
 """writeback: what the memory's own write path keeps from a conversation.
 
 For each session the store is reset and the whole conversation handed to ``write(session)``; the
-suite then reads back what was written, through ``search`` alone (§5a):
+suite then reads back what was written, through ``search`` alone (docs/suites.md, "writeback"):
 
 - ``writeback/fidelity``: per gold fact, ``search(Query(" ".join(keywords), k, source))``. The fact
   *survives* when a hit's ``text`` holds every keyword and its ``entity`` is the fact's entity; its
