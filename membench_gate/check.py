@@ -97,7 +97,8 @@ def read_committed(config: Config) -> Committed:
         return Committed(None)
     data = read_file(path, config.baseline)
     baseline = parse_baseline(data, config.baseline)
-    # Rules 6, 7 and 10 compare canonical bytes: a hand-edited or reformatted file is not a bless.
+    # The gate compares content; non-canonical bytes (a reformatted file) are only noted, so a
+    # hand edit shows in the verdict and ``bless`` rewrites the file canonically.
     return Committed(baseline, data.decode("utf-8", "replace") == dumps_baseline(baseline))
 
 

@@ -24,8 +24,8 @@ else:  # pragma: no cover - exercised on 3.10 only
 DEFAULT_CONFIG = "membench.toml"
 REFERENCE_ADAPTER = "membench_gate.reference:ReferenceMemory"
 
-# Every suite's option table: key -> (default, checker). The defaults are written into the recorded
-# config, so a run is fully described by its results file.
+# Every suite's options and their defaults. The defaults are written into the recorded config, so a
+# run is fully described by its results file.
 SUITE_OPTIONS: dict[str, dict[str, Any]] = {
     "veto": {"fixtures": ["builtin"], "k": 5},
     "abstention": {"fixtures": ["builtin"], "k": 5, "lambdas": [1, 2, 5, 10], "shuffle_seed": 7},
