@@ -25,7 +25,7 @@ from membench_gate import findings, metrics
 from membench_gate.fixtures import data_dir
 from membench_gate.gate import Verdict
 from membench_gate.results import Baseline, Results, round4
-from membench_gate.summary import fmt as fmt_number
+from membench_gate.summary import metric_text
 
 COMMENT_LIMIT = 60_000
 SUMMARY_LIMIT = 1024 * 1024
@@ -88,20 +88,13 @@ def code_line(value: Any) -> Markup:
     return Markup(text)
 
 
-def fmt(value: Any) -> str:
-    """A number as shown to people, or any other value escaped."""
-    if value is None or (isinstance(value, (int, float)) and not isinstance(value, bool)):
-        return fmt_number(value)
-    return escape_md(value)
-
-
 def _finalize(value: Any) -> Any:
     """Every ``{{ … }}`` of the templates passes here: trusted markup as it is, numbers
     formatted, anything else escaped."""
     if isinstance(value, Markup):
         return str(value)
     if value is None or (isinstance(value, (int, float)) and not isinstance(value, bool)):
-        return fmt_number(value)
+        return metric_text(value)
     return escape_md(value)
 
 
@@ -204,8 +197,8 @@ def _net_chart(results: Results, base: Baseline | None) -> dict[str, Any] | None
     return {
         "x": ", ".join(f'"{lam}"' for lam, _, _ in points),
         "y_min": round4(low - 0.1), "y_max": round4(high + 0.1),
-        "base_line": ", ".join(fmt_number(b) for _, b, _ in points),
-        "head_line": ", ".join(fmt_number(h) for _, _, h in points),
+        "base_line": ", ".join(metric_text(b) for _, b, _ in points),
+        "head_line": ", ".join(metric_text(h) for _, _, h in points),
         "palette": f"{BASE_COLOUR}, {HEAD_COLOUR}",
     }
 

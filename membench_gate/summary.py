@@ -15,7 +15,7 @@ from membench_gate.metrics import gate_kind
 from membench_gate.results import Results, round4
 
 
-def fmt(value: float | None) -> str:
+def metric_text(value: float | None) -> str:
     """A metric value as shown to people: rounded half-up to 4 decimals."""
     if value is None:
         return "—"
@@ -30,7 +30,7 @@ def _cell_line(name: str, results: Results) -> str:
         state = "fails as designed" if not cell.failed else \
             "does NOT fail: the suite cannot tell a broken memory from a working one"
         return f"  {name}: control {state}"
-    shown = [f"{m}={fmt(v)}" for m, v in sorted(cell.metrics.items(),
+    shown = [f"{m}={metric_text(v)}" for m, v in sorted(cell.metrics.items(),
                                                  key=lambda mv: findings.metric_order(name, mv[0]))
              if gate_kind(name, m) != "report"]
     return f"  {name}: {passed}/{cell.gold_total} gold items pass" + \
@@ -55,7 +55,7 @@ _MODE = {"same-hash": "same fixtures and options as the base: items compared one
          "bootstrap": "no baseline at the base commit"}
 
 def _value(value: object) -> str:
-    return fmt(value) if isinstance(value, (int, float)) and not isinstance(value, bool) \
+    return metric_text(value) if isinstance(value, (int, float)) and not isinstance(value, bool) \
         else ("—" if value is None else str(value))
 
 
@@ -96,7 +96,7 @@ def verdict_summary(verdict: Verdict, results: Results, base: object = None) -> 
             lines.append(f"    {cell}#{item}: {why}")
     gains = findings.improvement_rows(verdict, results, base_line)
     for gain in gains[:_SHOWN]:
-        lines.append(f"  improved: {gain.what} {fmt(gain.base)} → {fmt(gain.head)} "
+        lines.append(f"  improved: {gain.what} {metric_text(gain.base)} → {metric_text(gain.head)} "
                      f"{gain.delta}")
     for cell, ids in sorted(verdict.fixed.items()):
         lines.append(f"  fixed on {cell}: {len(ids)} item{'s' if len(ids) != 1 else ''}")

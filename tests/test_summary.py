@@ -6,7 +6,7 @@ from pathlib import Path
 
 from membench_gate.gate import decide
 from membench_gate.results import Cell, Results
-from membench_gate.summary import fmt, run_summary, verdict_summary
+from membench_gate.summary import metric_text, run_summary, verdict_summary
 
 
 def results(recall: float, failed: list[str], gold_total: int = 4) -> Results:
@@ -20,7 +20,7 @@ def results(recall: float, failed: list[str], gold_total: int = 4) -> Results:
 
 
 def test_values_are_rounded_half_up_and_none_is_a_dash() -> None:
-    assert fmt(0.12345) == "0.1235" and fmt(None) == "—" and fmt(1.0) == "1"
+    assert metric_text(0.12345) == "0.1235" and metric_text(None) == "—" and metric_text(1.0) == "1"
 
 
 def test_run_summary_counts_passing_items_and_says_what_a_control_does() -> None:
