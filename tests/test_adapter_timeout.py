@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
+
+from conftest import run_cli
 
 HANGING = '''\
 import time
@@ -26,8 +26,7 @@ def test_hanging_adapter_is_stopped_by_the_timeout(tmp_path: Path) -> None:
         '[adapter]\npython = "hanging:Hanging"\ntimeout = 1\n'
         '[suites.abstention]\nfixtures = ["builtin"]\n')
     out = tmp_path / "results.json"
-    done = subprocess.run([sys.executable, "-m", "membench_gate", "run", "--out", str(out)],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False)
+    done = run_cli("run", "--out", out, cwd=tmp_path, timeout=60)
     assert done.returncode == 4
     assert "adapter search() failed in suite abstention, item probe-" in done.stderr
     assert "no answer within 1s" in done.stderr
@@ -38,6 +37,5 @@ def test_hanging_adapter_is_stopped_by_the_timeout(tmp_path: Path) -> None:
 def test_timeout_must_be_a_number(tmp_path: Path) -> None:
     (tmp_path / "membench.toml").write_text(
         '[adapter]\ntimeout = "soon"\n[suites.veto]\nfixtures = ["builtin"]\n')
-    done = subprocess.run([sys.executable, "-m", "membench_gate", "run"], cwd=tmp_path,
-                          capture_output=True, text=True, check=False)
+    done = run_cli("run", cwd=tmp_path)
     assert done.returncode == 4 and "adapter.timeout" in done.stderr

@@ -4,12 +4,10 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from conftest import run_cli
 
 from membench_gate.results import Cell, canonical_dumps, parse_results, round4
 
@@ -61,10 +59,7 @@ def test_failed_lists_are_sorted() -> None:
 
 def test_a_results_file_is_canonical(tmp_path: Path) -> None:
     out = tmp_path / "r.json"
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    proc = subprocess.run([sys.executable, "-m", "membench_gate", "run", "--out", str(out)],
-                          cwd=REPO, env=env, capture_output=True, text=True, timeout=120,
-                          check=False)
+    proc = run_cli("run", "--out", out, cwd=REPO, timeout=120)
     assert proc.returncode == 0, proc.stderr
     text = out.read_text(encoding="utf-8")
     assert text.endswith("}\n")
