@@ -150,15 +150,23 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from membench_gate import rpc
     from membench_gate.config import load_config
-    from membench_gate.results import dumps_results, write_atomic
-    from membench_gate.runner import progress_reporter, run
-    from membench_gate.summary import run_summary
 
     config = load_config(args.config).with_holdout(args.include_holdout)
     if args.suite:
         config = config.with_suites(args.suite)
-    results = run(config, progress_reporter())
+    # The adapter starts up (interpreter, its imports) while the gate imports the rest.
+    launched = rpc.launch(config.adapter_argv(), config.base_dir, config.timeout,
+                          config.adapter_options)
+    try:
+        from membench_gate.results import dumps_results, write_atomic
+        from membench_gate.runner import progress_reporter, run
+        from membench_gate.summary import run_summary
+
+        results = run(config, progress_reporter(), launched=launched)
+    finally:
+        launched.process.kill()
     if args.out:
         write_atomic(args.out, dumps_results(results))
     print(run_summary(results, args.out))

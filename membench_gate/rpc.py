@@ -392,6 +392,12 @@ class Handshake:
                              Capabilities(bool(caps.get("push")), bool(caps.get("write"))))
 
 
+def launch(argv: Sequence[str], cwd: Path, timeout: float, options: Mapping[str, Any],
+           env: Mapping[str, str] | None = None) -> Handshake:
+    """Start the adapter and send ``initialize`` without waiting for the answer."""
+    return Handshake(AdapterProcess(argv, cwd, timeout, env), options)
+
+
 @contextmanager
 def start(argv: Sequence[str], cwd: Path, options: Mapping[str, Any], timeout: float,
           env: Mapping[str, str] | None = None) -> Iterator[AdapterClient]:

@@ -101,16 +101,19 @@ def cell_digests(fixtures: SuiteFixtures, items: dict[str, Any]) -> dict[str, st
 
 
 def run(config: Config, progress: Progress | None = None,
-        wrap: Callable[[rpc.SuiteSession], Any] | None = None) -> Results:
+        wrap: Callable[[rpc.SuiteSession], Any] | None = None,
+        launched: rpc.Handshake | None = None) -> Results:
     """Run every enabled suite of ``config`` against its adapter, in the adapter's own process.
 
     ``wrap`` puts an object with the session's methods between each suite and the adapter (the
-    selftest's mutants)."""
+    selftest's mutants). ``launched`` is the adapter when the caller started it early (so its
+    start-up overlapped the caller's own work)."""
     started = datetime.now(timezone.utc)
     clock = time.perf_counter()
-    process = rpc.AdapterProcess(config.adapter_argv(), config.base_dir, config.timeout)
+    handshake = launched or rpc.launch(config.adapter_argv(), config.base_dir, config.timeout,
+                                       config.adapter_options)
+    process = handshake.process
     try:
-        handshake = rpc.Handshake(process, config.adapter_options)
         digest, loaded = measure(config)  # while the adapter starts up
         client = handshake.finish()
         suites = registry()
