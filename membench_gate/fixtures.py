@@ -624,6 +624,11 @@ def _validate_recall(fx: SuiteFixtures, include_holdout: bool) -> None:
                 raise fail(f"gold id {ident!r} is neither a corpus item nor a session")
         if len(set(query.gold)) != len(query.gold):
             raise fail("gold lists an id twice")
+        foreign = next((g for g in gold_items if g.source != "default"), None)
+        if foreign is not None:
+            # Queries search the default source: gold elsewhere could never be found.
+            raise fail(f"gold item {foreign.id!r} is in source {foreign.source!r}; queries search "
+                       "source 'default' (other sources are distractors only)")
         if query.haystack is not None:
             for name in query.haystack:
                 if name not in sessions:

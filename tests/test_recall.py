@@ -195,6 +195,9 @@ def test_digest_changes_with_the_gold_text_only(tmp_path: Path) -> None:
      [*CORPUS, {"id": "A", "session": "Z", "text": "clash"}],
      "session 'A' is also a corpus item id"),
     ([{"id": "a1", "question": "?", "gold": []}], None, "duplicate recall item id 'a1'"),
+    ([{"id": "q", "question": "?", "gold": ["Z"]}],
+     [*CORPUS, {"id": "z1", "session": "Z", "text": "work chat", "source": "work"}],
+     "gold item 'z1' is in source 'work'; queries search source 'default'"),
 ])
 def test_bad_recall_fixtures_are_one_line_errors(tmp_path: Path, queries: list[dict[str, Any]],
                                                  corpus: list[dict[str, Any]] | None,
