@@ -72,7 +72,7 @@ class Decision(_Item):
     created_at: str | None = None
     reviewed_at: str | None = None
     relevance: float | None = Field(default=None, ge=0, le=1)
-    # Lifecycle (§5a): a superseded decision names the one that replaced it.
+    # Lifecycle (docs/suites.md): a superseded decision names the one that replaced it.
     status: Literal["active", "superseded"] = "active"
     superseded_by: str | None = Field(default=None, min_length=1)
 
