@@ -126,6 +126,9 @@ def read_results(path: Path, config: Config) -> tuple[Results, list[str]]:
     """A results file from an earlier run, and why it cannot stand for this working tree (another
     config, other fixtures or scorer) — empty when it can."""
     results = parse_results(read_file(path), str(path))
+    if results.receipt.shard is not None:
+        raise GateError(f"{path}: receipt.shard: shard {results.receipt.shard} of a run, not a "
+                        "whole run (membench-gate merge the shards first)")
     reasons: list[str] = []
     if canonical_dumps(results.config) != canonical_dumps(config.record()):
         reasons.append(f"{path} was produced under another config than {config.path.name} "

@@ -57,6 +57,16 @@ def build_parser() -> argparse.ArgumentParser:
                      help="run only this suite (repeatable)")
     run.add_argument("--include-holdout", action="store_true",
                      help="score holdout items too (changes the measurement)")
+    run.add_argument("--shard", metavar="I/N",
+                     help="score only shard I of N (items split by sha256 of suite/id); "
+                          "put the parts together with merge")
+
+    merge = commands.add_parser("merge", help="merge the shards of a run into one results file")
+    merge.add_argument("parts", nargs="+", type=Path, metavar="PART.json",
+                       help="results files of run --shard I/N, one per shard")
+    merge.add_argument("--out", type=Path, required=True, metavar="FILE",
+                       help="merged results file to write (JSON)")
+    merge.add_argument("--debug", action="store_true", help="show tracebacks")
 
     check = commands.add_parser("check", help="run and gate against the base commit's baseline")
     _common(check)
@@ -152,7 +162,9 @@ def build_parser() -> argparse.ArgumentParser:
 def cmd_run(args: argparse.Namespace) -> int:
     from membench_gate import rpc
     from membench_gate.config import load_config
+    from membench_gate.shard import parse_shard
 
+    shard = parse_shard(args.shard) if args.shard is not None else None
     config = load_config(args.config).with_holdout(args.include_holdout)
     if args.suite:
         config = config.with_suites(args.suite)
@@ -164,11 +176,22 @@ def cmd_run(args: argparse.Namespace) -> int:
         from membench_gate.runner import progress_reporter, run
         from membench_gate.summary import run_summary
 
-        results = run(config, progress_reporter(), launched=launched)
+        results = run(config, progress_reporter(), launched=launched, shard=shard)
     finally:
         launched.process.kill()
     if args.out:
         write_atomic(args.out, dumps_results(results))
+    print(run_summary(results, args.out))
+    return 0
+
+
+def cmd_merge(args: argparse.Namespace) -> int:
+    from membench_gate.merge import load_parts, merge
+    from membench_gate.results import dumps_results, write_atomic
+    from membench_gate.summary import run_summary
+
+    results = merge(load_parts(args.parts))
+    write_atomic(args.out, dumps_results(results))
     print(run_summary(results, args.out))
     return 0
 
@@ -256,9 +279,9 @@ def cmd_import(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"run": cmd_run, "check": cmd_check, "bless": cmd_bless, "comment": cmd_comment,
-            "init": cmd_init, "show": cmd_show, "doctor": cmd_doctor, "explain": cmd_explain,
-            "selftest": cmd_selftest, "import": cmd_import}
+COMMANDS = {"run": cmd_run, "merge": cmd_merge, "check": cmd_check, "bless": cmd_bless,
+            "comment": cmd_comment, "init": cmd_init, "show": cmd_show, "doctor": cmd_doctor,
+            "explain": cmd_explain, "selftest": cmd_selftest, "import": cmd_import}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

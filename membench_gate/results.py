@@ -120,6 +120,8 @@ class Receipt(BaseModel):
     started_at: str | None = None
     duration_s: float | None = None
     adapter: str | None = None
+    shard: str | None = None  # "I/N" for one shard of a run (run --shard); merge clears it
+    merged_shards: int | None = None  # how many shards ``merge`` put together
 
 
 class Results(Baseline):

@@ -13,6 +13,7 @@ from membench_gate import __version__, rpc
 from membench_gate.config import Config
 from membench_gate.fixtures import SuiteFixtures, digest, fixtures_hash, load_suite
 from membench_gate.results import SCHEMA_VERSION, Cell, Results
+from membench_gate.shard import Shard
 from membench_gate.suites import Progress, registry
 
 
@@ -102,12 +103,13 @@ def cell_digests(fixtures: SuiteFixtures, items: dict[str, Any]) -> dict[str, st
 
 def run(config: Config, progress: Progress | None = None,
         wrap: Callable[[rpc.SuiteSession], Any] | None = None,
-        launched: rpc.Handshake | None = None) -> Results:
+        launched: rpc.Handshake | None = None, shard: Shard | None = None) -> Results:
     """Run every enabled suite of ``config`` against its adapter, in the adapter's own process.
 
     ``wrap`` puts an object with the session's methods between each suite and the adapter (the
     selftest's mutants). ``launched`` is the adapter when the caller started it early (so its
-    start-up overlapped the caller's own work)."""
+    start-up overlapped the caller's own work). With ``shard``, only that shard's items are
+    scored (the corpus is still ingested whole)."""
     started = datetime.now(timezone.utc)
     clock = time.perf_counter()
     handshake = launched or rpc.launch(config.adapter_argv(), config.base_dir, config.timeout,
@@ -124,7 +126,8 @@ def run(config: Config, progress: Progress | None = None,
             session: Any = client.session(name)
             if wrap is not None:
                 session = wrap(session)
-            outcome = suites[name].run(fixtures, session, config.suites[name], progress)
+            scored = shard.restrict(name, fixtures) if shard else fixtures
+            outcome = suites[name].run(scored, session, config.suites[name], progress)
             for cell_name, cell in outcome.cells.items():
                 cells[cell_name] = Cell(metrics=cell.metrics, gold_total=cell.gold_total,
                                         failed=cell.failed)
@@ -145,6 +148,7 @@ def run(config: Config, progress: Progress | None = None,
             "started_at": started.isoformat(timespec="seconds"),
             "duration_s": time.perf_counter() - clock,
             "adapter": client.name,
+            "shard": str(shard) if shard else None,
         },
         items=items,
     )

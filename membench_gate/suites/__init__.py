@@ -4,8 +4,16 @@ Suites know nothing of baselines or the gate. Each item records what was asked (
 gold ids (``gold``), what came back (``hits``: ranked ``{id, score}``, or ``injected`` ids for push)
 and whether the system abstained, besides its ``outcome``: enough to debug one item from the results
 file alone (``membench-gate show``). Each module exposes ``SCORER_VERSION`` (bumped when
-scoring changes, which makes the next run a corpus change) and ``run(fixtures, session, options,
-include_holdout, progress)``.
+scoring changes, which makes the next run a corpus change), ``run(fixtures, session, options,
+progress)`` and ``score(records, options)``.
+
+Ask, then score: ``run`` asks the adapter and keeps one *record* per item (cell -> item id ->
+detail), then hands the records to ``score``, a pure function that derives every metric, the
+outcome of each item and the cells from the records and the suite's options alone. ``merge``
+calls the same ``score`` on the records of several shards, so an exact merge needs no second
+definition of any metric. Records hold what a metric is computed from as integers, booleans and
+strings (a rank, not a reciprocal rank), never as floats the results file would round. Cells a
+suite derives from other cells' records (the abstention controls) are listed in ``DERIVED``.
 """
 
 from __future__ import annotations
@@ -18,6 +26,7 @@ from typing import Any
 from membench_gate.adapter import Hit
 
 Progress = Callable[[str, int, int], None]
+Records = dict[str, dict[str, dict[str, Any]]]  # cell -> item id -> what the item recorded
 
 
 @dataclass
@@ -47,6 +56,10 @@ def hit_list(hits: Sequence[Hit], k: int) -> list[dict[str, Any]]:
     """The ranked hits an item records (the top ``k``, best first), so ``membench-gate show``
     can say what came back instead of the gold."""
     return [{"id": hit.id, "score": hit.score} for hit in hits[:k]]
+
+
+def outcome(passed: bool) -> str:
+    return "pass" if passed else "fail"
 
 
 def ratio(part: float, whole: float) -> float:

@@ -18,20 +18,22 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from membench_gate.adapter import Answer, Query, Record
 from membench_gate.fixtures import Probe, SuiteFixtures
 from membench_gate.metrics import net_metric
 from membench_gate.rpc import SuiteSession
-from membench_gate.suites import Progress, SuiteRun, hit_list, ratio
+from membench_gate.suites import Progress, Records, SuiteRun, hit_list, outcome, ratio
 
 SCORER_VERSION = 2
+# The controls are judged from the records of abstention/default: a merge recomputes them.
+DERIVED = frozenset({"abstention/control_floor_off", "abstention/control_shuffled"})
 
 
 def derangement(ids: list[str], seed: int) -> list[str]:
     """A seeded permutation of ``ids`` that moves every one of them (no fixed point), so the
     shuffled control never keeps a fact under its own id, however small the corpus."""
+    import numpy as np  # only a run needs it; gating a results file never does
+
     order = np.random.default_rng(seed).permutation(len(ids))
     shuffled = list(ids)
     for position, index in enumerate(order):
@@ -55,9 +57,9 @@ def _judge(probe: Probe, answer: Answer, k: int, honour_abstain: bool) -> str:
     return "wrong"
 
 
-def _passes(probe: Probe, judged: str) -> bool:
+def _passes(answerable: bool, judged: str) -> bool:
     """A probe passes when answered correctly, or abstained on when nothing answers it."""
-    return judged == "correct" or (judged == "abstain" and probe.gold_fact_id is None)
+    return judged == "correct" or (judged == "abstain" and not answerable)
 
 
 def _tally(outcomes: list[str], lambdas: list[float]) -> dict[str, float]:
@@ -76,7 +78,6 @@ def _ingest(session: SuiteSession, fx: SuiteFixtures, ids: list[str]) -> None:
 def run(fx: SuiteFixtures, session: SuiteSession, options: dict[str, Any],
         progress: Progress | None = None) -> SuiteRun:
     k = int(options["k"])
-    lambdas = [float(x) for x in options["lambdas"]]
     probes = [p for p in fx.probes if p.id in fx.digests]
     real_ids = [f.id for f in fx.facts]
     total = 2 * len(probes)
@@ -96,17 +97,13 @@ def run(fx: SuiteFixtures, session: SuiteSession, options: dict[str, Any],
         if progress:
             progress("abstention", done, total)
 
-    default_outcomes: dict[str, dict[str, Any]] = {}
-    floor_off: list[str] = []
-    shuffle_outcomes: list[str] = []
+    records: dict[str, dict[str, Any]] = {}
     for probe in probes:
         answer = answers[probe.id]
-        verdict = _judge(probe, answer, k, True)
         top = answer.hits[0] if answer.hits else None
         ids = [hit.id for hit in answer.hits[:k]]
-        default_outcomes[probe.id] = {
-            "outcome": "pass" if _passes(probe, verdict) else "fail",
-            "judged": verdict,
+        records[probe.id] = {
+            "judged": _judge(probe, answer, k, True),
             "answerable": probe.gold_fact_id is not None,
             "abstained": answer.abstain,
             "rank": ids.index(probe.gold_fact_id) + 1 if probe.gold_fact_id in ids else None,
@@ -115,28 +112,41 @@ def run(fx: SuiteFixtures, session: SuiteSession, options: dict[str, Any],
             "asked": probe.question,
             "gold": [probe.gold_fact_id] if probe.gold_fact_id is not None else [],
             "hits": hit_list(answer.hits, k),
+            # What the two controls made of this probe, so a merge of shards recomputes them.
+            "floor_off": _judge(probe, answer, k, False),
+            "shuffled": _judge(probe, shuffled[probe.id], k, True),
         }
-        floor_off.append(_judge(probe, answer, k, False))
-        shuffle_outcomes.append(_judge(probe, shuffled[probe.id], k, True))
+    return score({"abstention/default": records} if records else {}, options)
 
+
+def score(records: Records, options: dict[str, Any]) -> SuiteRun:
+    """NET(λ) and counts of the probes, and the two controls judged from every probe's record."""
+    probes = records.get("abstention/default", {})
+    result = SuiteRun()
+    if not probes:
+        return result
+    lambdas = [float(x) for x in options["lambdas"]]
     lam1 = net_metric(1.0)
-    floor_metrics = _tally(floor_off, sorted({*lambdas, 1.0}))
-    shuffle_metrics = _tally(shuffle_outcomes, sorted({*lambdas, 1.0}))
+    control_lambdas = sorted({*lambdas, 1.0})
+    floor_metrics = _tally([p["floor_off"] for p in probes.values()], control_lambdas)
+    shuffle_metrics = _tally([p["shuffled"] for p in probes.values()], control_lambdas)
     control_failed = {
         "control_floor_off": floor_metrics["wrong"] > 0,
         "control_shuffled": shuffle_metrics[lam1] < 0,
     }
-    metrics = _tally([d["judged"] for d in default_outcomes.values()], lambdas)
+    metrics = _tally([p["judged"] for p in probes.values()], lambdas)
     if metrics["wrong"]:
         metrics["crossover_lambda"] = metrics["correct"] / metrics["wrong"]
     metrics["controls_passing"] = sum(1 for failed in control_failed.values() if not failed)
 
-    result = SuiteRun()
-    result.add("abstention/default", metrics, default_outcomes)
+    result.add("abstention/default", metrics, {
+        ident: {**probe, "outcome": outcome(_passes(probe["answerable"], probe["judged"]))}
+        for ident, probe in probes.items()
+    })
     for name, cell_metrics in (("control_floor_off", floor_metrics),
                                ("control_shuffled", shuffle_metrics)):
         result.add(f"abstention/{name}", cell_metrics, {
-            name: {"outcome": "pass" if control_failed[name] else "fail",
+            name: {"outcome": outcome(control_failed[name]),
                    "expected": "the control fails",
                    "control_failed": control_failed[name]},
         })

@@ -14,7 +14,7 @@ from typing import Any
 from membench_gate.adapter import Query, Record
 from membench_gate.fixtures import SuiteFixtures
 from membench_gate.rpc import SuiteSession
-from membench_gate.suites import Progress, SuiteRun, ratio
+from membench_gate.suites import Progress, Records, SuiteRun, outcome, ratio
 
 SCORER_VERSION = 1
 
@@ -24,10 +24,7 @@ def run(fx: SuiteFixtures, session: SuiteSession, options: dict[str, Any],
     budget = int(options["budget"])
     total = sum(len(c.turns) for c in fx.conversations)
     done = 0
-    outcomes: dict[str, dict[str, Any]] = {}
-    retrieve = silent = fired = missed = 0
-    injected_total = injected_good = gold_total = gold_hit = violations = 0
-    tokens = 0
+    records: dict[str, dict[str, Any]] = {}
     for conv in fx.conversations:
         pages = {p.slug: p for p in conv.pages}
         session.reset(conv.id)
@@ -48,15 +45,36 @@ def run(fx: SuiteFixtures, session: SuiteSession, options: dict[str, Any],
                 progress("push", done, total)
             if item not in fx.digests:
                 continue
-            good = set(turn.gold) | set(turn.acceptable)
-            foreign = sorted({i for i in injected if i in pages and pages[i].source != conv.source})
-            hits = [i for i in dict.fromkeys(injected) if i in good and i not in foreign]
-            if turn.expect == "retrieve":
+            records[item] = {
+                "expect": turn.expect,
+                "injected": injected,
+                "foreign": sorted({i for i in injected
+                                   if i in pages and pages[i].source != conv.source}),
+                "asked": turn.text,
+                "gold": list(turn.gold),
+                "acceptable": list(turn.acceptable),
+                "tokens": sum(len(pages[i].text.split()) for i in injected if i in pages),
+            }
+    return score({"push/default": records} if records else {}, options)
+
+
+def score(records: Records, options: dict[str, Any]) -> SuiteRun:
+    """Know-to-ask, false fires, precision, recall and isolation from each turn's injection."""
+    result = SuiteRun()
+    for cell, turns in records.items():
+        retrieve = silent = fired = missed = 0
+        injected_total = injected_good = gold_total = gold_hit = violations = tokens = 0
+        outcomes: dict[str, dict[str, Any]] = {}
+        for item, turn in turns.items():
+            injected, foreign = turn["injected"], turn["foreign"]
+            good = set(turn["gold"]) | set(turn["acceptable"])
+            hits = [i for i in injected if i in good and i not in foreign]
+            if turn["expect"] == "retrieve":
                 retrieve += 1
-                passed = bool(hits) and not foreign
+                passed = bool(hits)
                 missed += 0 if hits else 1
-                gold_total += len(turn.gold)
-                gold_hit += len(set(turn.gold) & set(injected))
+                gold_total += len(turn["gold"])
+                gold_hit += len(set(turn["gold"]) & set(injected))
             else:
                 silent += 1
                 passed = not injected
@@ -64,23 +82,14 @@ def run(fx: SuiteFixtures, session: SuiteSession, options: dict[str, Any],
             injected_total += len(injected)
             injected_good += len(hits)
             violations += len(foreign)
-            tokens += sum(len(pages[i].text.split()) for i in injected if i in pages)
-            outcomes[item] = {
-                "outcome": "pass" if passed and not foreign else "fail",
-                "expect": turn.expect,
-                "injected": list(injected),
-                "foreign": foreign,
-                "asked": turn.text,
-                "gold": list(turn.gold),
-                "acceptable": list(turn.acceptable),
-            }
-    result = SuiteRun()
-    result.add("push/default", {
-        "know_to_ask_failure_rate": ratio(missed, retrieve),
-        "false_fire_rate": ratio(fired, silent),
-        "push_precision": ratio(injected_good, injected_total),
-        "push_recall": ratio(gold_hit, gold_total),
-        "source_isolation_violations": violations,
-        "avg_injected_tokens": ratio(tokens, len(outcomes)),
-    }, outcomes)
+            tokens += turn["tokens"]
+            outcomes[item] = {**turn, "outcome": outcome(passed and not foreign)}
+        result.add(cell, {
+            "know_to_ask_failure_rate": ratio(missed, retrieve),
+            "false_fire_rate": ratio(fired, silent),
+            "push_precision": ratio(injected_good, injected_total),
+            "push_recall": ratio(gold_hit, gold_total),
+            "source_isolation_violations": violations,
+            "avg_injected_tokens": ratio(tokens, len(outcomes)),
+        }, outcomes)
     return result

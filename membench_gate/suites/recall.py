@@ -24,7 +24,7 @@ from typing import Any
 from membench_gate.adapter import Answer, Query, Record
 from membench_gate.fixtures import CorpusItem, RecallQuery, SuiteFixtures, parse_time
 from membench_gate.rpc import SuiteSession
-from membench_gate.suites import Progress, SuiteRun, hit_list, ratio
+from membench_gate.suites import Progress, Records, SuiteRun, hit_list, outcome, ratio
 
 SCORER_VERSION = 1
 DEFAULT_CELL = "default"
@@ -49,7 +49,8 @@ def _matches(hit_id: str, gold: list[str], session_of: dict[str, str]) -> str | 
 
 
 def judge(query: RecallQuery, answer: Answer, k: int, session_of: dict[str, str]) -> dict[str, Any]:
-    """One query's outcome and the per-item detail every metric is recomputed from."""
+    """One query's record: what came back and, for an answerable query, which gold ids the top k
+    matched and at which positions (``credited``) — what every metric is recomputed from."""
     ids = [hit.id for hit in answer.hits[:k]]
     top = answer.hits[0] if answer.hits else None
     detail: dict[str, Any] = {
@@ -62,11 +63,10 @@ def judge(query: RecallQuery, answer: Answer, k: int, session_of: dict[str, str]
         "hits": hit_list(answer.hits, k),
     }
     if not query.gold:
-        detail["outcome"] = "pass" if answer.abstain else "fail"
         return detail
     matched: list[str] = []
+    credited: list[int] = []
     rank: int | None = None
-    dcg = 0.0
     for position, hit_id in enumerate(ids, 1):
         gold_id = _matches(hit_id, query.gold, session_of)
         if gold_id is None:
@@ -74,16 +74,35 @@ def judge(query: RecallQuery, answer: Answer, k: int, session_of: dict[str, str]
         rank = rank or position
         if gold_id not in matched:  # each gold id is credited once, at its first match
             matched.append(gold_id)
-            dcg += 1.0 / math.log2(position + 1)
-    ideal = sum(1.0 / math.log2(p + 1) for p in range(1, min(len(query.gold), k) + 1))
-    detail.update(
-        outcome="pass" if matched else "fail",
-        rank=rank,
-        matched=sorted(matched),
-        all=len(matched) == len(query.gold),
-        ndcg=dcg / ideal if ideal else 0.0,
-    )
+            credited.append(position)
+    detail.update(rank=rank, matched=sorted(matched), credited=credited,
+                  all=len(matched) == len(query.gold))
     return detail
+
+
+def _ndcg(item: dict[str, Any], k: int) -> float:
+    dcg = 0.0
+    for position in item["credited"]:
+        dcg += 1.0 / math.log2(position + 1)
+    ideal = sum(1.0 / math.log2(p + 1) for p in range(1, min(len(item["gold"]), k) + 1))
+    return dcg / ideal if ideal else 0.0
+
+
+def score(records: Records, options: dict[str, Any]) -> SuiteRun:
+    """Each cell's metrics and outcomes from its queries' records alone: an answerable query
+    passes when a gold id matched within k, an unanswerable one when the system abstained."""
+    k = int(options["k"])
+    result = SuiteRun()
+    for cell, items in records.items():
+        outcomes: dict[str, dict[str, Any]] = {}
+        for ident, item in items.items():
+            if item["answerable"]:
+                outcomes[ident] = {**item, "ndcg": _ndcg(item, k),
+                                   "outcome": outcome(bool(item["matched"]))}
+            else:
+                outcomes[ident] = {**item, "outcome": outcome(item["abstained"])}
+        result.add(cell, cell_metrics(outcomes), outcomes)
+    return result
 
 
 def cell_metrics(outcomes: dict[str, dict[str, Any]]) -> dict[str, float]:
@@ -95,7 +114,8 @@ def cell_metrics(outcomes: dict[str, dict[str, Any]]) -> dict[str, float]:
         n = len(answerable)
         metrics["recall_any_at_k"] = ratio(sum(1 for d in answerable if d["matched"]), n)
         metrics["recall_all_at_k"] = ratio(sum(1 for d in answerable if d["all"]), n)
-        metrics["ndcg_at_k"] = ratio(sum(d["ndcg"] for d in answerable), n)
+        # fsum: exact, so the mean does not depend on the order items arrive in (a merge).
+        metrics["ndcg_at_k"] = ratio(math.fsum(d["ndcg"] for d in answerable), n)
     if unanswerable:
         metrics["false_answer_rate"] = ratio(
             sum(1 for d in unanswerable if not d["abstained"]), len(unanswerable))
@@ -139,7 +159,4 @@ def run(fx: SuiteFixtures, session: SuiteSession, options: dict[str, Any],
             done += 1
             if progress:
                 progress("recall", done, len(queries))
-    result = SuiteRun()
-    for cell in sorted(cells):
-        result.add(f"recall/{cell}", cell_metrics(cells[cell]), cells[cell])
-    return result
+    return score({f"recall/{cell}": cells[cell] for cell in sorted(cells)}, options)

@@ -14,12 +14,13 @@ decision, or return one while the current decision is missing.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from membench_gate.adapter import Query, Record
 from membench_gate.fixtures import SuiteFixtures, parse_time, predecessors
 from membench_gate.rpc import SuiteSession
-from membench_gate.suites import Progress, SuiteRun, hit_list, ratio
+from membench_gate.suites import Progress, Records, SuiteRun, hit_list, outcome, ratio
 
 SCORER_VERSION = 2
 CONDITIONS = ("files_known", "files_unknown")
@@ -47,15 +48,13 @@ def run(fx: SuiteFixtures, session: SuiteSession, options: dict[str, Any],
     scored = [(s, as_of) for s, as_of in fx.scenarios if s.id in fx.digests]
     plain = [(s, as_of) for s, as_of in scored if not s.lifecycle]
     lifecycle = [(s, as_of) for s, as_of in scored if s.lifecycle]
-    result = SuiteRun()
+    records: Records = {}
     done, total = 0, len(plain) * len(CONDITIONS) + len(lifecycle)
     cells = [(c, plain) for c in CONDITIONS] + [("lifecycle", lifecycle)]
     for condition, scenarios in cells:
         if not scenarios:
             continue  # a cell with no items is absent (a lifecycle-only folder has just one)
-        outcomes: dict[str, dict[str, Any]] = {}
-        reciprocal = 0.0
-        stale_surfaced = 0
+        cell: dict[str, dict[str, Any]] = {}
         for scenario, as_of in scenarios:
             files = () if condition == "files_unknown" else tuple(scenario.files)
             answer = session.search(Query(text=scenario.task, k=k, files=files, as_of=as_of),
@@ -63,7 +62,6 @@ def run(fx: SuiteFixtures, session: SuiteSession, options: dict[str, Any],
             ids = [hit.id for hit in answer.hits[:k]]
             target = scenario.veto_decision_id
             rank = ids.index(target) + 1 if target in ids else None
-            reciprocal += 1.0 / rank if rank else 0.0
             detail: dict[str, Any] = {
                 "rank": rank,
                 "score": answer.hits[rank - 1].score if rank else None,
@@ -75,25 +73,33 @@ def run(fx: SuiteFixtures, session: SuiteSession, options: dict[str, Any],
                 "hits": hit_list(answer.hits, k),
                 "abstained": answer.abstain,
             }
-            passed = rank is not None
             if scenario.lifecycle:
                 stale = set(predecessors(decisions, target))
-                above = [i for i in ids[:(rank - 1) if rank else len(ids)] if i in stale]
-                detail["stale_above"] = above
-                if above:
-                    stale_surfaced += 1
-                    passed = False
-            detail["outcome"] = "pass" if passed else "fail"
-            outcomes[scenario.id] = detail
+                detail["stale_above"] = [i for i in ids[:(rank - 1) if rank else len(ids)]
+                                         if i in stale]
+            cell[scenario.id] = detail
             done += 1
             if progress:
                 progress("veto", done, total)
-        found = sum(1 for o in outcomes.values() if o["rank"] is not None)
-        cell_metrics = {
-            "veto_recall_at_k": ratio(found, len(outcomes)),
-            "mrr": ratio(reciprocal, len(outcomes)),
+        records[f"veto/{condition}"] = cell
+    return score(records, options)
+
+
+def score(records: Records, options: dict[str, Any]) -> SuiteRun:
+    """Each cell's metrics from its scenarios' records: a scenario passes when the veto ranks
+    within k and (lifecycle) no superseded predecessor ranks above it."""
+    result = SuiteRun()
+    for cell, items in records.items():
+        ranks = [item["rank"] for item in items.values()]
+        metrics = {
+            "veto_recall_at_k": ratio(sum(1 for rank in ranks if rank), len(ranks)),
+            "mrr": ratio(math.fsum(1.0 / rank for rank in ranks if rank), len(ranks)),
         }
-        if condition == "lifecycle":
-            cell_metrics["stale_surfaced"] = ratio(stale_surfaced, len(outcomes))
-        result.add(f"veto/{condition}", cell_metrics, outcomes)
+        if cell == "veto/lifecycle":
+            metrics["stale_surfaced"] = ratio(
+                sum(1 for item in items.values() if item["stale_above"]), len(items))
+        result.add(cell, metrics, {
+            ident: {**item, "outcome": outcome(item["rank"] is not None
+                                               and not item.get("stale_above"))}
+            for ident, item in items.items()})
     return result

@@ -24,7 +24,7 @@ from membench_gate.adapter import Answer, Hit, Query, Session, Turn
 from membench_gate.errors import GateError
 from membench_gate.fixtures import SuiteFixtures, WritebackSession, keyword_in
 from membench_gate.rpc import SuiteSession
-from membench_gate.suites import Progress, SuiteRun, ratio
+from membench_gate.suites import Progress, Records, SuiteRun, outcome, ratio
 
 SCORER_VERSION = 1
 _SHOWN = 160  # characters of a hit's text kept in the per-item detail
@@ -78,7 +78,6 @@ def run(fx: SuiteFixtures, session: SuiteSession, options: dict[str, Any],
     done = 0
     fidelity: dict[str, dict[str, Any]] = {}
     continuity: dict[str, dict[str, Any]] = {}
-    facts = survived = provenance_ok = non_facts = leaked = 0
 
     def tick() -> None:
         nonlocal done
@@ -100,11 +99,8 @@ def run(fx: SuiteFixtures, session: SuiteSession, options: dict[str, Any],
                          if _holds(h, fact.keywords) and same_entity(h.entity, fact.entity)), None)
             expected = {"source": s.source, "session": s.id, "turn": fact.turn}
             right = rank is not None and _provenance(hits[rank - 1]) == expected
-            facts += 1
-            survived += rank is not None
-            provenance_ok += right
             fidelity[item] = {
-                "outcome": "pass" if right else "fail", "kind": "fact",
+                "kind": "fact",
                 "keywords": fact.keywords, "entity": fact.entity, "provenance": expected,
                 "survived": rank is not None, "provenance_ok": right, "rank": rank,
                 "asked": asked, **_shown(answer, k),
@@ -118,10 +114,8 @@ def run(fx: SuiteFixtures, session: SuiteSession, options: dict[str, Any],
             answer = _checked(session.search(Query(text=asked, k=k, source=s.source), item), item)
             hits = answer.hits
             rank = next((r for r, h in enumerate(hits, 1) if _holds(h, nonfact.keywords)), None)
-            non_facts += 1
-            leaked += rank is not None
             fidelity[item] = {
-                "outcome": "fail" if rank else "pass", "kind": f"non-fact ({nonfact.kind})",
+                "kind": f"non-fact ({nonfact.kind})",
                 "keywords": nonfact.keywords, "turn": nonfact.turn, "leaked": rank is not None,
                 "leaked_at": rank, "asked": asked, **_shown(answer, k),
             }
@@ -135,24 +129,48 @@ def run(fx: SuiteFixtures, session: SuiteSession, options: dict[str, Any],
             hits = answer.hits
             rank = next((r for r, h in enumerate(hits, 1) if _holds(h, probe.keywords)), None)
             continuity[item] = {
-                "outcome": "pass" if rank else "fail", "keywords": probe.keywords, "rank": rank,
+                "keywords": probe.keywords, "rank": rank,
                 "asked": probe.question, **_shown(answer, k),
             }
             tick()
 
-    result = SuiteRun()
+    records: Records = {}
     if fidelity:
+        records["writeback/fidelity"] = fidelity
+    if continuity:
+        records["writeback/continuity"] = continuity
+    return score(records, options)
+
+
+def score(records: Records, options: dict[str, Any]) -> SuiteRun:
+    """Fidelity, provenance and leaks from the fidelity items; continuity from the probes."""
+    result = SuiteRun()
+    fidelity = records.get("writeback/fidelity", {})
+    if fidelity:
+        facts = [item for item in fidelity.values() if item["kind"] == "fact"]
+        non_facts = [item for item in fidelity.values() if item["kind"] != "fact"]
+        survived = sum(1 for item in facts if item["survived"])
         metrics: dict[str, float] = {}
         if facts:
-            metrics["write_back_fidelity"] = ratio(survived, facts)
-            metrics["provenance_accuracy"] = ratio(provenance_ok, survived)
+            metrics["write_back_fidelity"] = ratio(survived, len(facts))
+            metrics["provenance_accuracy"] = ratio(
+                sum(1 for item in facts if item["provenance_ok"]), survived)
         if non_facts:
-            metrics["non_fact_leak_rate"] = ratio(leaked, non_facts)
-        result.add("writeback/fidelity", metrics, fidelity)
+            metrics["non_fact_leak_rate"] = ratio(
+                sum(1 for item in non_facts if item["leaked"]), len(non_facts))
+        result.add("writeback/fidelity", metrics, {
+            ident: {**item, "outcome": outcome(item["provenance_ok"] if item["kind"] == "fact"
+                                               else not item["leaked"])}
+            for ident, item in fidelity.items()
+        })
+    continuity = records.get("writeback/continuity", {})
     if continuity:
-        passed = sum(1 for d in continuity.values() if d["outcome"] == "pass")
-        result.add("writeback/continuity", {"continuity_rate": ratio(passed, len(continuity))},
-                   continuity)
+        result.add("writeback/continuity", {
+            "continuity_rate": ratio(
+                sum(1 for item in continuity.values() if item["rank"] is not None),
+                len(continuity)),
+        }, {ident: {**item, "outcome": outcome(item["rank"] is not None)}
+            for ident, item in continuity.items()})
     return result
 
 

@@ -1,0 +1,172 @@
+"""``membench-gate merge``: the shards of one run, put back together exactly.
+
+Every cell is recomputed by the suite's own ``score`` from the union of the shards' item records,
+never averaged from the shards' metrics, so the merged file is byte-identical to an unsharded run
+apart from its receipt. A merge refuses anything that would not give that guarantee: parts of
+different measurements (``fixtures_hash``, ``config``) or commits, a part that is not a shard, a
+shard given twice or missing, an item in two parts or in the wrong shard, and a part whose own
+cells do not follow from its items.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from membench_gate import __version__
+from membench_gate.errors import GateError
+from membench_gate.results import Cell, Receipt, Results, normalize, parse_results, read_file
+from membench_gate.shard import Shard, parse_shard
+from membench_gate.suites import Records, SuiteRun, registry
+
+# What every part must share with the first one (besides the shard count).
+_SAME = ("schema_version", "fixtures_hash", "config")
+
+
+def load_parts(paths: Sequence[Path]) -> list[tuple[str, Results]]:
+    """Read and validate each part file; its label is the path as given."""
+    return [(str(path), parse_results(read_file(path), str(path))) for path in paths]
+
+
+def _shard(label: str, results: Results) -> Shard:
+    if results.receipt.shard is None:
+        raise GateError(f"{label}: receipt.shard: not a shard (write parts with run --shard I/N)")
+    return parse_shard(results.receipt.shard, f"{label}: receipt.shard")
+
+
+def _check_shards(parts: Sequence[tuple[str, Results, Shard]]) -> int:
+    """Same N everywhere, each index once, none missing; returns N."""
+    first_label, _, first = parts[0]
+    seen: dict[int, str] = {}
+    for label, _, shard in parts:
+        if shard.count != first.count:
+            raise GateError(f"{label}: receipt.shard: {shard} is not one of {first.count} shards "
+                            f"like {first_label} ({first})")
+        if shard.index in seen:
+            raise GateError(f"{label}: receipt.shard: shard {shard} is also {seen[shard.index]}")
+        seen[shard.index] = label
+    missing = [str(i) for i in range(1, first.count + 1) if i not in seen]
+    if missing:
+        raise GateError(f"merge: shard{'s' if len(missing) > 1 else ''} {', '.join(missing)} "
+                        f"of {first.count} missing")
+    return first.count
+
+
+def _check_same(parts: Sequence[tuple[str, Results, Shard]]) -> None:
+    first_label, first, _ = parts[0]
+    for label, results, _ in parts[1:]:
+        for field in _SAME:
+            if normalize(getattr(results, field)) != normalize(getattr(first, field)):
+                raise GateError(f"{label}: {field} differs from {first_label}: the parts are not "
+                                f"shards of one measurement")
+        if results.receipt.git_sha != first.receipt.git_sha:
+            raise GateError(f"{label}: receipt.git_sha {results.receipt.git_sha} differs from "
+                            f"{first_label} ({first.receipt.git_sha}): shards of different commits")
+
+
+def _suite_of(label: str, cell: str, results: Results) -> str:
+    suite = cell.split("/", 1)[0]
+    if suite not in results.config.get("suites", {}) or suite not in registry():
+        raise GateError(f"{label}: cells.{cell}: suite {suite!r} is not enabled in the part's config")
+    return suite
+
+
+def _score(suite: str, records: Records, options: dict[str, Any], label: str) -> SuiteRun:
+    try:
+        return registry()[suite].score(records, options)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise GateError(f"{label}: suite {suite}: the item records lack what the suite scores "
+                        f"from ({type(exc).__name__}: {exc})") from exc
+
+
+def _cells(run: SuiteRun) -> dict[str, Any]:
+    return {name: normalize({"metrics": c.metrics, "gold_total": c.gold_total, "failed": c.failed})
+            for name, c in run.cells.items()}
+
+
+def _records(label: str, results: Results, shard: Shard) -> dict[str, Records]:
+    """The part's item records by suite (derived cells left out), each checked to be the shard's."""
+    by_suite: dict[str, Records] = {}
+    for cell in results.cells:
+        _suite_of(label, cell, results)
+    for cell, items in results.items.items():
+        suite = _suite_of(label, cell, results)
+        if cell in getattr(registry()[suite], "DERIVED", ()):
+            continue
+        for ident in items:
+            if not shard.holds(suite, ident):
+                raise GateError(f"{label}: items.{cell}: item {ident!r} is not in shard {shard}")
+        by_suite.setdefault(suite, {})[cell] = items
+    return by_suite
+
+
+def _check_part(label: str, results: Results, records: dict[str, Records]) -> None:
+    """A part's own cells must follow from its own items (no edited or foreign parts)."""
+    recomputed: dict[str, Any] = {}
+    for suite, suite_records in records.items():
+        recomputed.update(_cells(_score(suite, suite_records, results.config["suites"][suite],
+                                        label)))
+    stated = {name: normalize(cell.model_dump()) for name, cell in results.cells.items()}
+    if stated != recomputed:
+        cell = next((c for c in sorted({*stated, *recomputed})
+                     if stated.get(c) != recomputed.get(c)), "?")
+        raise GateError(f"{label}: cells.{cell}: does not follow from the part's items (an edited "
+                        f"file, or a part from another scorer)")
+
+
+def merge(parts: Sequence[tuple[str, Results]]) -> Results:
+    """The exact results of the run the ``parts`` are shards of."""
+    if not parts:
+        raise GateError("merge: no part files given")
+    sharded = [(label, results, _shard(label, results)) for label, results in parts]
+    count = _check_shards(sharded)
+    _check_same(sharded)
+    first = sharded[0][1]
+    records: dict[str, Records] = {}
+    owner: dict[tuple[str, str], str] = {}
+    digests: dict[str, dict[str, str]] = {}
+    for label, results, shard in sharded:
+        part_records = _records(label, results, shard)
+        _check_part(label, results, part_records)
+        for suite, cells in part_records.items():
+            for cell, items in cells.items():
+                merged = records.setdefault(suite, {}).setdefault(cell, {})
+                for ident, item in items.items():
+                    if (cell, ident) in owner:
+                        raise GateError(f"{label}: items.{cell}: item {ident!r} is also in "
+                                        f"{owner[cell, ident]}")
+                    owner[cell, ident] = label
+                    merged[ident] = item
+        for cell, cell_digests in results.digests.items():
+            digests.setdefault(cell, {}).update(cell_digests)
+    cells: dict[str, Cell] = {}
+    items: dict[str, dict[str, dict[str, Any]]] = {}
+    for suite in sorted(records):
+        run = _score(suite, records[suite], first.config["suites"][suite], "merge")
+        for name, cell in run.cells.items():
+            cells[name] = Cell(metrics=cell.metrics, gold_total=cell.gold_total, failed=cell.failed)
+        items.update(run.items)
+    return first.model_copy(update={
+        "cells": cells,
+        "items": items,
+        "digests": {cell: {ident: digests[cell][ident] for ident in items[cell]
+                           if ident in digests[cell]}
+                    for cell in cells if cell in digests},
+        "receipt": _receipt([results for _, results, _ in sharded], count),
+    })
+
+
+def _receipt(parts: Sequence[Results], count: int) -> Receipt:
+    """The merged run's receipt: when it began and how long its slowest shard took."""
+    started = [p.receipt.started_at for p in parts if p.receipt.started_at]
+    durations = [p.receipt.duration_s for p in parts if p.receipt.duration_s is not None]
+    adapters = {p.receipt.adapter for p in parts}
+    return Receipt(
+        tool_version=__version__,
+        git_sha=parts[0].receipt.git_sha,
+        started_at=min(started) if started else None,
+        duration_s=max(durations) if durations else None,
+        adapter=adapters.pop() if len(adapters) == 1 else None,
+        merged_shards=count,
+    )
