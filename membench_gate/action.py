@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import shutil
 import subprocess
 import sys
 from collections.abc import Mapping
@@ -99,12 +100,18 @@ def main(env: Mapping[str, str] | None = None) -> int:
     holdout = ["--include-holdout"] if settings.include_holdout else []
     holdout += ["--verify-determinism"] if settings.verify_determinism else []
     base_ref = ["--base-ref", settings.base_ref] if settings.base_ref else []
-    _gate(["check", "--config", settings.config, "--out", str(paths["results.json"]),
+    # A given results file (merged shards) is gated as it is; the comment and the results-path
+    # output read the copy the gate validated.
+    source = ["--results", settings.results] if settings.results else [
+        "--out", str(paths["results.json"])]
+    _gate(["check", "--config", settings.config, *source,
                   "--json", str(paths["verdict.json"]), "--report", str(paths["report.md"]),
                   "--base-out", str(paths["base.json"]), *base_ref, *holdout], env)
     verdict = json.loads(paths["verdict.json"].read_text(encoding="utf-8")) \
         if paths["verdict.json"].exists() else {"verdict": "error", "exit_code": 4,
                                                  "notes": ["the gate failed; see the log"]}
+    if settings.results and verdict["verdict"] != "error":
+        shutil.copyfile(settings.results, paths["results.json"])
     sensitivity = _selftest(settings, paths, env) if settings.selftest else ""
     comment_url = ""
     if paths["verdict.json"].exists() and settings.comment != "off":

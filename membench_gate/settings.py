@@ -103,6 +103,7 @@ class Settings:
     include_holdout: bool = False
     selftest: bool = False  # also run membench-gate selftest and show the gate sensitivity
     verify_determinism: bool = False
+    results: str = ""  # a results file to gate instead of running (merged shards)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -131,6 +132,7 @@ class Settings:
             include_holdout=flag("include-holdout", cls.include_holdout),
             selftest=flag("selftest", cls.selftest),
             verify_determinism=flag("verify-determinism", cls.verify_determinism),
+            results=text("results", cls.results),
         )
 
     @property

