@@ -107,6 +107,7 @@ def fake_github(state: Path) -> Iterator[FakeServer]:
 
 def run_offline(act: Path, repo: Path, event: Path, workflow: str, fake: FakeServer, work: Path,
                 local: Mapping[str, Path], env: Mapping[str, str],
+                secrets: Mapping[str, str] | None = None,
                 ) -> tuple[int, list[dict[str, Any]], list[str]]:
     """``act pull_request`` on ``workflow`` in ``repo``: offline, on this machine, with ``local``
     actions standing in for the named ones and the API URLs pointing at ``fake``. Returns the
@@ -123,6 +124,8 @@ def run_offline(act: Path, repo: Path, event: Path, workflow: str, fake: FakeSer
         args += ["--local-repository", f"{name}={path}"]
     for name, value in env.items():
         args += ["--env", f"{name}={value}"]
+    for name in secrets or {}:
+        args += ["--secret", name]  # the value comes from the environment, never the command line
     done = subprocess.run(args, cwd=repo, capture_output=True, text=True, timeout=900, check=False,
                           env=clean_env({
                               # The runner's python3 is the one running these tests.
@@ -130,6 +133,7 @@ def run_offline(act: Path, repo: Path, event: Path, workflow: str, fake: FakeSer
                               + os.environ.get("PATH", ""),
                               "ACT_DISABLE_VERSION_CHECK": "1",  # no call home
                               "XDG_CONFIG_HOME": str(work / "xdg-config"),  # no user actrc
+                              **(secrets or {}),
                           }))
     lines = (done.stdout + done.stderr).splitlines()
     entries = []

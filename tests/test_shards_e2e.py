@@ -57,7 +57,7 @@ DOWNLOAD = """\
 """
 NOTHING = """\
     - shell: bash
-      run: echo "setup-python stand-in: the runner's python3 is used"
+      run: echo "setup-python stand-in, the runner's python3 is used"
 """
 
 
@@ -116,7 +116,7 @@ def test_the_sharded_example_under_act(act: Path, fake: FakeServer, tmp_path: Pa
     artifacts = tmp_path / "artifacts-1"
     code, entries, lines = run_offline(
         act, first.path, first.event, ".github/workflows/gate.yml", fake, tmp_path / "act-1",
-        local, {"E2E_ARTIFACTS": str(artifacts), "GITHUB_TOKEN": TOKEN})
+        local, {"E2E_ARTIFACTS": str(artifacts)}, {"GITHUB_TOKEN": TOKEN})
     assert code == 0, "\n".join(lines[-80:])
     results = job_results(entries)
     assert results == {"shard 1": "success", "shard 2": "success", "shard 3": "success",
@@ -136,7 +136,7 @@ def test_the_sharded_example_under_act(act: Path, fake: FakeServer, tmp_path: Pa
     second = push_pr(origin, dev, tmp_path, "2", {"membench.toml": "[adapter\n"})
     code, entries, lines = run_offline(
         act, second.path, second.event, ".github/workflows/gate.yml", fake, tmp_path / "act-2",
-        local, {"E2E_ARTIFACTS": str(tmp_path / "artifacts-2"), "GITHUB_TOKEN": TOKEN})
+        local, {"E2E_ARTIFACTS": str(tmp_path / "artifacts-2")}, {"GITHUB_TOKEN": TOKEN})
     assert code != 0
     results = job_results(entries)
     assert results.get("gate") == "failure", results
