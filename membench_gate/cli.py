@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import traceback
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -293,6 +292,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return COMMANDS[args.command](args)
     except GateError as exc:
         if debug:
+            import traceback
+
             traceback.print_exc()
         print(f"membench-gate: error: {exc}", file=sys.stderr)
         if exc.detail:
@@ -311,6 +312,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:
         # A bug of ours: still one line and exit 4, the details with --debug.
         if debug:
+            import traceback
+
             traceback.print_exc()
         print(f"membench-gate: internal error: {type(exc).__name__}: {exc} (rerun with --debug)",
               file=sys.stderr)
