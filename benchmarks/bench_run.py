@@ -37,6 +37,7 @@ sys.path.insert(0, str(ROOT))
 
 from membench_gate import Query, Record  # noqa: E402
 from membench_gate.reference import ReferenceMemory  # noqa: E402
+from sidebyside import compare, table  # noqa: E402
 
 SEED = 20240611
 _WORDS_TEXT = (
@@ -140,6 +141,19 @@ def bench_cli(repeat: int) -> float:
         return median_time(repeat, run)
 
 
+def bench_startup(repeat: int) -> float:
+    """``membench-gate --help`` against a bare interpreter start, side by side (goal: ≤ 7×)."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    timings = compare({
+        "python -c pass": [sys.executable, "-c", "pass"],
+        "membench-gate --help": [sys.executable, "-m", "membench_gate", "--help"],
+        "python -c 'import membench_gate'": [sys.executable, "-c", "import membench_gate"],
+    }, ROOT, repeat, env)
+    print(table(timings, "python -c pass"))
+    return timings["membench-gate --help"].wall / timings["python -c pass"].wall
+
+
 def bench_memory(records: list[Record], queries: list[Query], repeat: int) -> tuple[float, float]:
     memory = ReferenceMemory(tau=0.35)
 
@@ -167,6 +181,9 @@ def main() -> None:
 
     print(f"python {sys.version.split()[0]}, numpy {np.__version__}, {os.cpu_count()} CPUs; "
           f"median of {args.repeat} CLI runs, {args.memory_repeat} memory passes")
+    print(f"start-up, median of {4 * args.repeat} interleaved runs:")
+    ratio = bench_startup(4 * args.repeat)
+    print(f"membench-gate --help / python -c pass (wall):         {ratio:8.2f} ×  (goal ≤ 7)")
     cli = bench_cli(args.repeat)
     print(f"membench-gate run, built-in fixtures (subprocess):   {cli:8.3f} s")
 
