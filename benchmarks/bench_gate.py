@@ -1,15 +1,27 @@
-"""Benchmark the gate: its overhead in `check` (check minus run) on the built-in fixtures, and
-`gate.decide` on a synthetic run of 1,000,000 gold items spread over 1,000 cells.
+"""Benchmark the gate: `gate.decide` at scale, its overhead in `check`, and `check --results`
+against `dvc metrics diff`.
 
-    python benchmarks/bench_gate.py [--repeat 5]
+    python benchmarks/bench_gate.py [--repeat 5] [--dvc PATH/TO/dvc] [--skip-cli]
 
-Prints medians in seconds. Deterministic inputs (fixed seed); timings are of this machine.
+1. `gate.decide` on synthetic runs of 10k, 100k and 1M gold items over 1,000 cells (the committed
+   baseline equal to the base, the common same-hash case): no breach, and 100,000 newly failed
+   items at 1M. The growth exponent is the slope of log(time) over log(items) from 10k to 1M.
+2. `membench-gate run` and full `check` on the built-in fixtures, interleaved (goal: check ≤ 1.1×
+   run: the gate's own cost under a tenth of the suites it gates).
+3. `check --results` against `dvc metrics diff main --json` on comparable repositories: the same
+   results file committed on main and changed in the working tree (goal: ≤ 1/3). dvc is in the
+   `bench` extra (`pip install -e .[bench]`); pass its path with --dvc when it lives elsewhere.
+
+Prints medians (wall and CPU). Deterministic inputs (fixed seed); timings are of this machine.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import math
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -19,67 +31,150 @@ from pathlib import Path
 
 import numpy as np
 
-from membench_gate.gate import decide
-from membench_gate.results import Baseline, Cell
-
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from sidebyside import Timing, compare, table  # noqa: E402
+
+from membench_gate.gate import decide  # noqa: E402
+from membench_gate.results import Baseline, Cell  # noqa: E402
 
 
-def synthetic(cells: int, items: int, fail_share: float, seed: int) -> Baseline:
+def synthetic(cells: int, items: int, fail_share: float, seed: int,
+              flip: int = 0) -> Baseline:
+    """``items`` gold items over ``cells`` cells; with ``flip``, that many more items fail."""
     rng = np.random.default_rng(seed)
     per = items // cells
     out, digests = {}, {}
+    flip_per = flip // cells
     for c in range(cells):
         ids = [f"item-{c:04d}-{i:05d}" for i in range(per)]
-        failed = [ids[i] for i in np.flatnonzero(rng.random(per) < fail_share)]
+        mask = rng.random(per) < fail_share
+        if flip_per:
+            passing = np.flatnonzero(~mask)[:flip_per]
+            mask[passing] = True
+        failed = [ids[i] for i in np.flatnonzero(mask)]
         name = f"suite{c // 10:03d}/cond{c % 10}"
-        out[name] = Cell(metrics={"veto_recall_at_k": 1 - len(failed) / per, "mrr": 0.5},
-                         gold_total=per, failed=failed)
-        digests[name] = {i: "d" for i in ids}
+        out[name] = Cell(metrics={"veto_recall_at_k": round(1 - len(failed) / per, 4),
+                                  "mrr": 0.5}, gold_total=per, failed=failed)
+        digests[name] = dict.fromkeys(ids, "d")
     return Baseline(schema_version=1, fixtures_hash="h", config={}, cells=out, digests=digests)
 
 
-def time_decide(repeat: int) -> float:
+def time_decide(repeat: int) -> None:
+    sizes = (10_000, 100_000, 1_000_000)
+    medians = []
+    for size in sizes:
+        base = synthetic(1000, size, 0.10, seed=1)
+        samples = []
+        for _ in range(repeat):
+            start = time.perf_counter()
+            verdict = decide(base, base, base)
+            samples.append(time.perf_counter() - start)
+        medians.append(statistics.median(samples))
+        print(f"gate.decide, {size:>9,} gold items, 1,000 cells, no breach: "
+              f"median {medians[-1]:.3f}s (verdict {verdict.verdict})")
+    slope = (math.log(medians[-1]) - math.log(medians[0])) / (math.log(sizes[-1]) - math.log(sizes[0]))
+    print(f"growth exponent 10k → 1M: {slope:.2f} (goal ≤ 1.1)")
     base = synthetic(1000, 1_000_000, 0.10, seed=1)
-    head = synthetic(1000, 1_000_000, 0.10, seed=2)  # different failures: many breaches
+    head = synthetic(1000, 1_000_000, 0.10, seed=1, flip=100_000)
     samples = []
     for _ in range(repeat):
         start = time.perf_counter()
         verdict = decide(base, base, head)
         samples.append(time.perf_counter() - start)
-    print(f"gate.decide, 1,000,000 gold items in 1,000 cells: median {statistics.median(samples):.3f}s"
-          f" ({len(verdict.breaches):,} breaches, verdict {verdict.verdict})")
-    return statistics.median(samples)
+    print(f"gate.decide, 1,000,000 gold items, 100,000 newly failed: median "
+          f"{statistics.median(samples):.3f}s ({len(verdict.breaches):,} breaches, verdict "
+          f"{verdict.verdict})")
 
 
-def _cmd(args: list[str], cwd: Path) -> float:
+def _env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("CI", "GITHUB_ACTIONS")}
-    start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "membench_gate", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, check=False)
-    elapsed = time.perf_counter() - start
-    if done.returncode not in (0, 1, 2):
-        raise SystemExit(f"{args[0]} failed: {done.stderr.strip()}")
-    return elapsed
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [env.get("PYTHONPATH")])])
+    return env
 
 
 def time_overhead(repeat: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "results.json"
-        runs = [_cmd(["run", "--out", str(out)], ROOT) for _ in range(repeat)]
-        checks = [_cmd(["check"], ROOT) for _ in range(repeat)]
-    run_m, check_m = statistics.median(runs), statistics.median(checks)
-    print(f"membench-gate run (built-in fixtures): median {run_m:.3f}s")
-    print(f"membench-gate check: median {check_m:.3f}s; gate overhead (check − run) "
-          f"{check_m - run_m:.3f}s")
+        me = [sys.executable, "-m", "membench_gate"]
+        timings = compare({"run": [*me, "run", "--out", str(out)], "check": [*me, "check"]},
+                          ROOT, repeat, _env(), ok=(0, 1, 2))
+    print(table(timings, "run"))
+    print(f"check / run (wall): {timings['check'].wall / timings['run'].wall:.2f}× (goal ≤ 1.1)")
+
+
+def _git(repo: Path, *args: str) -> None:
+    subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True,
+                   env={**os.environ, "GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@example.com",
+                        "GIT_COMMITTER_NAME": "b", "GIT_COMMITTER_EMAIL": "b@example.com"})
+
+
+def _repos(tmp: Path, dvc: str) -> tuple[Path, Path]:
+    """A membench-gate repo (config, built-in fixtures, baseline on main; a results file in the
+    working tree) and a dvc repo with the same results file as its metrics (on main, then changed
+    in the working tree)."""
+    ours = tmp / "ours"
+    ours.mkdir()
+    _git(ours, "init", "-q", "-b", "main")
+    shutil.copy(ROOT / "membench.toml", ours / "membench.toml")
+    results = ours / "results.json"
+    subprocess.run([sys.executable, "-m", "membench_gate", "bless"], cwd=ours, env=_env(),
+                   check=True, capture_output=True)
+    _git(ours, "add", "-A")
+    _git(ours, "commit", "-q", "-m", "gate")
+    subprocess.run([sys.executable, "-m", "membench_gate", "run", "--out", str(results)],
+                   cwd=ours, env=_env(), check=True, capture_output=True)
+    theirs = tmp / "theirs"
+    theirs.mkdir()
+    _git(theirs, "init", "-q", "-b", "main")
+    subprocess.run([dvc, "init", "-q"], cwd=theirs, check=True, capture_output=True)
+    data = json.loads(results.read_text(encoding="utf-8"))
+    metrics = {cell: c["metrics"] for cell, c in data["cells"].items()}
+    (theirs / "metrics.json").write_text(json.dumps(metrics, indent=2), encoding="utf-8")
+    (theirs / "dvc.yaml").write_text("metrics:\n  - metrics.json\n", encoding="utf-8")
+    _git(theirs, "add", "-A")
+    _git(theirs, "commit", "-q", "-m", "metrics")
+    changed = {cell: {k: v * 0.99 for k, v in m.items()} for cell, m in metrics.items()}
+    (theirs / "metrics.json").write_text(json.dumps(changed, indent=2), encoding="utf-8")
+    return ours, theirs
+
+
+def time_results_vs_dvc(repeat: int, dvc: str | None) -> None:
+    dvc = dvc or shutil.which("dvc")
+    if dvc is None:
+        print("check --results vs dvc metrics diff: skipped (no dvc; pip install -e .[bench])")
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        ours, theirs = _repos(Path(tmp), dvc)
+        env = {**_env(), "DVC_NO_ANALYTICS": "1"}
+        check = [sys.executable, "-m", "membench_gate", "check", "--results", "results.json"]
+        diff = [dvc, "metrics", "diff", "main", "--json"]
+        samples: dict[str, list[tuple[float, float]]] = {"check --results": [],
+                                                        "dvc metrics diff main --json": []}
+        for _ in range(repeat):  # interleaved: the two repositories differ, so compare() twice
+            for label, argv, cwd in (("check --results", check, ours),
+                                     ("dvc metrics diff main --json", diff, theirs)):
+                t = compare({label: argv}, cwd, 1, env)[label]
+                samples[label].append((t.wall, t.cpu))
+    timings = {label: Timing(statistics.median(w for w, _ in s), statistics.median(c for _, c in s))
+               for label, s in samples.items()}
+    print(table(timings, "dvc metrics diff main --json"))
+    ratio = timings["check --results"].wall / timings["dvc metrics diff main --json"].wall
+    print(f"check --results / dvc metrics diff (wall): {ratio:.2f} (goal ≤ 0.33)")
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--dvc", help="path of the dvc executable (default: on PATH)")
+    parser.add_argument("--skip-cli", action="store_true", help="gate.decide only")
     args = parser.parse_args()
-    time_overhead(args.repeat)
     time_decide(max(1, args.repeat // 2))
+    if not args.skip_cli:
+        time_overhead(args.repeat)
+        time_results_vs_dvc(args.repeat, args.dvc)
 
 
 if __name__ == "__main__":

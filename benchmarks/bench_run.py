@@ -35,9 +35,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from sidebyside import compare, table  # noqa: E402
+
 from membench_gate import Query, Record  # noqa: E402
 from membench_gate.reference import ReferenceMemory  # noqa: E402
-from sidebyside import compare, table  # noqa: E402
 
 SEED = 20240611
 _WORDS_TEXT = (
