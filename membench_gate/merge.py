@@ -20,8 +20,9 @@ from membench_gate.results import Cell, Receipt, Results, normalize, parse_resul
 from membench_gate.shard import Shard, parse_shard
 from membench_gate.suites import Records, SuiteRun, registry
 
-# What every part must share with the first one (besides the shard count).
-_SAME = ("schema_version", "fixtures_hash", "config")
+# What merge recomputes or writes anew; every other field (schema_version, fixtures_hash,
+# config, …) must be the same in every part.
+_PER_PART = ("cells", "digests", "items", "receipt")
 
 
 def load_parts(paths: Sequence[Path]) -> list[tuple[str, Results]]:
@@ -56,7 +57,7 @@ def _check_shards(parts: Sequence[tuple[str, Results, Shard]]) -> int:
 def _check_same(parts: Sequence[tuple[str, Results, Shard]]) -> None:
     first_label, first, _ = parts[0]
     for label, results, _ in parts[1:]:
-        for field in _SAME:
+        for field in (f for f in Results.model_fields if f not in _PER_PART):
             if normalize(getattr(results, field)) != normalize(getattr(first, field)):
                 raise GateError(f"{label}: {field} differs from {first_label}: the parts are not "
                                 f"shards of one measurement")

@@ -138,7 +138,7 @@ def all_records(draw: st.DrawFn) -> dict[str, Records]:
             for f in facts
         }
     if probes_wb:
-        writeback["writeback/continuity"] = {f"s.{p}": {"found": draw(st.booleans())}
+        writeback["writeback/continuity"] = {f"s.{p}": {"rank": draw(ranks)}
                                              for p in probes_wb}
     if writeback:
         out["writeback"] = writeback
