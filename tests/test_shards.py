@@ -111,7 +111,8 @@ def all_records(draw: st.DrawFn) -> dict[str, Records]:
         out["abstention"] = {"abstention/default": {p: {
             "judged": draw(judged), "answerable": draw(st.booleans()),
             "abstained": draw(st.booleans()), "rank": draw(ranks), "top": None,
-            "score": draw(scores), "floor_off": draw(judged), "shuffled": draw(judged),
+            "score": draw(scores), "judged_floor_off": draw(judged),
+            "judged_shuffled": draw(judged),
         } for p in probes}}
     pages = ["a", "b", "c", "d"]
     turns = draw(st.lists(ids, max_size=12, unique=True))
@@ -169,7 +170,7 @@ def _parts(count: int = 3) -> list[tuple[str, Results]]:
         "abstention": {"abstention/default": {f"p{i}": {
             "judged": ("correct", "wrong", "abstain")[i % 3], "answerable": i % 2 == 0,
             "abstained": i % 3 == 2, "rank": None, "top": None, "score": None,
-            "floor_off": "wrong", "shuffled": "wrong"} for i in range(30)}},
+            "judged_floor_off": "wrong", "judged_shuffled": "wrong"} for i in range(30)}},
     }
     return [(f"part-{i}.json", parse_results(dumps_results(assemble(records, Shard(i, count))),
                                              f"part-{i}.json")) for i in range(1, count + 1)]

@@ -113,8 +113,8 @@ def run(fx: SuiteFixtures, session: SuiteSession, options: dict[str, Any],
             "gold": [probe.gold_fact_id] if probe.gold_fact_id is not None else [],
             "hits": hit_list(answer.hits, k),
             # What the two controls made of this probe, so a merge of shards recomputes them.
-            "floor_off": _judge(probe, answer, k, False),
-            "shuffled": _judge(probe, shuffled[probe.id], k, True),
+            "judged_floor_off": _judge(probe, answer, k, False),
+            "judged_shuffled": _judge(probe, shuffled[probe.id], k, True),
         }
     return score({"abstention/default": records} if records else {}, options)
 
@@ -128,8 +128,8 @@ def score(records: Records, options: dict[str, Any]) -> SuiteRun:
     lambdas = [float(x) for x in options["lambdas"]]
     lam1 = net_metric(1.0)
     control_lambdas = sorted({*lambdas, 1.0})
-    floor_metrics = _tally([p["floor_off"] for p in probes.values()], control_lambdas)
-    shuffle_metrics = _tally([p["shuffled"] for p in probes.values()], control_lambdas)
+    floor_metrics = _tally([p["judged_floor_off"] for p in probes.values()], control_lambdas)
+    shuffle_metrics = _tally([p["judged_shuffled"] for p in probes.values()], control_lambdas)
     control_failed = {
         "control_floor_off": floor_metrics["wrong"] > 0,
         "control_shuffled": shuffle_metrics[lam1] < 0,
