@@ -35,6 +35,7 @@ CONFIG = {
                        "shuffle_seed": 7},
         "push": {"fixtures": ["builtin"], "budget": 3},
         "writeback": {"fixtures": ["builtin"], "k": 5},
+        "recall": {"fixtures": ["builtin"], "k": 5},
     },
     "include_holdout": False,
     "adapter": {"python": "membench_gate.reference:ReferenceMemory", "options": {}},
@@ -143,6 +144,22 @@ def all_records(draw: st.DrawFn) -> dict[str, Records]:
                                              for p in probes_wb}
     if writeback:
         out["writeback"] = writeback
+    queries = draw(st.lists(ids, max_size=12, unique=True))
+    recall: Records = {}
+    for query in queries:
+        gold = draw(st.lists(st.sampled_from(["g1", "g2", "g3", "s1"]), max_size=3, unique=True))
+        record: dict[str, Any] = {"answerable": bool(gold), "abstained": draw(st.booleans()),
+                                  "gold": gold, "score": draw(scores)}
+        if gold:
+            matched = draw(st.lists(st.sampled_from(gold), unique=True))
+            credited = sorted(draw(st.lists(st.integers(1, 5), min_size=len(matched),
+                                            max_size=len(matched), unique=True)))
+            record.update(matched=sorted(matched), credited=credited,
+                          all=len(matched) == len(gold), rank=credited[0] if credited else None)
+        cell = draw(st.sampled_from(["recall/default", "recall/temporal"]))
+        recall.setdefault(cell, {})[query] = record
+    if recall:
+        out["recall"] = recall
     return out
 
 
