@@ -8,6 +8,7 @@ is the renderer's job, done in one place there.
 
 from __future__ import annotations
 
+import heapq
 import math
 import re
 import shlex
@@ -17,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from membench_gate import metrics
-from membench_gate.gate import HARD_KINDS, Breach, Verdict, breach_keys
+from membench_gate.gate import HARD_KINDS, Breach, Verdict
 from membench_gate.results import Baseline, Results, round4
 
 # Severity groups, most severe first (docs/gate.md, "Reading the scoreboard"): invariants, floors,
@@ -177,7 +178,7 @@ def ranked_breaches(verdict: Verdict, results: Results | None,
         words = _ITEM_WORDS.get(kind, kind)
         rows.append(Ranked(ITEMS, f"{len(ids)} item{'s' if len(ids) != 1 else ''} {words} on "
                            f"{cell}", f"{cell}#…", kind, None, None, f"+{len(ids)}",
-                           ", ".join(sorted(ids)[:3]) + (" …" if len(ids) > 3 else ""),
+                           ", ".join(heapq.nsmallest(3, ids)) + (" …" if len(ids) > 3 else ""),
                            count=len(ids), size=len(ids)))
     return sorted(rows, key=lambda r: (r.group, -r.size, r.key))
 
@@ -392,7 +393,7 @@ def justification_draft(verdict: Verdict, results: Results | None,
 
 def bless_command(verdict: Verdict, results: Results | None, base: Baseline | None) -> str:
     """``membench-gate bless`` as it must be run for this verdict, quoted to work as printed."""
-    keys = breach_keys(verdict)
+    keys = any(b.kind not in HARD_KINDS for b in verdict.breaches)
     text = f" --justification {shlex.quote(justification_draft(verdict, results, base))}" \
         if keys else ""
     return f"membench-gate bless{config_flag(verdict)}{text}"
@@ -402,8 +403,9 @@ def next_steps(verdict: Verdict, results: Results | None = None,
                base: Baseline | None = None) -> list[str]:
     """What to do about this verdict, as lines of a shell script (comments start with #)."""
     cfg = config_flag(verdict)
-    hard = breach_keys(verdict, HARD_KINDS)
-    keys = breach_keys(verdict)
+    # Whether there are any: a verdict may carry a million item breaches.
+    hard = any(b.kind in HARD_KINDS for b in verdict.breaches)
+    keys = any(b.kind not in HARD_KINDS for b in verdict.breaches)
     baseline = "the baseline file"
     if verdict.verdict == "bless-required":
         return ["# the measurement changed or the committed baseline does not match this run:",

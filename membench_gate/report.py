@@ -14,6 +14,7 @@ saying where the full report is. The report file itself is never cut.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -251,7 +252,9 @@ def _easing(verdict: Verdict) -> list[str]:
             if b.kind in _EASING_KINDS or ":option:" in b.key or b.kind.startswith("option")]
 
 
+@functools.cache
 def _environment() -> Environment:
+    """One environment per process: templates are compiled once, not per render."""
     env = Environment(loader=FileSystemLoader(str(data_dir() / "templates")),
                       undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True,
                       trim_blocks=True, lstrip_blocks=True, finalize=_finalize)
@@ -333,12 +336,30 @@ def context(verdict: Verdict, results: Results | None, base: Baseline | None, *,
     }
 
 
+def _listed_ids(verdict: Verdict) -> dict[str, int]:
+    """How many item ids each level lists at least (newly failed beyond the explained few,
+    fixed, and the fixture diff), from the lists' lengths alone."""
+    newly = sum(len(ids) for ids in verdict.newly_failed.values())
+    lists = [*verdict.fixed.values(), *(ids for bucket in ("added", "removed", "changed")
+                                        for ids in getattr(verdict.fixture_diff, bucket).values())]
+    full = newly + sum(len(ids) for ids in lists)
+    # Newly failed ids are capped across cells, the other lists per cell.
+    capped = min(newly, _CAPPED_IDS) + sum(min(len(ids), _CAPPED_IDS) for ids in lists)
+    return {level: full if level == "full" else capped if level == "capped-lists" else 0
+            for level in _LEVELS}
+
+
 def render(verdict: Verdict, results: Results | None, base: Baseline | None, *,
            limit: int | None = SUMMARY_LIMIT, full_report: str | None = None) -> str:
     """The scoreboard Markdown; with a ``limit`` (UTF-8 bytes), cut by whole sections to fit."""
     template = _environment().get_template("scoreboard.md.j2")
     text = ""
+    listed = _listed_ids(verdict)
     for level in _LEVELS:
+        # Every id a level lists takes at least one byte: a level that lists more ids than the
+        # limit has bytes cannot fit, so it is not rendered at all.
+        if limit is not None and level != _LEVELS[-1] and listed[level] > limit:
+            continue
         text = template.render(**context(verdict, results, base, level=level,
                                          full_report=full_report))
         if limit is None or len(text.encode("utf-8")) <= limit:
