@@ -9,7 +9,6 @@ ten annotations, posts the sticky comment, and exits with the verdict — or 0 w
 
 from __future__ import annotations
 
-import json
 import os
 import secrets
 import shutil
@@ -19,8 +18,10 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from membench_gate.actions_env import MAX_ANNOTATIONS, annotation, append, format_outputs
+from membench_gate.comment import holds_failed_verdict
 from membench_gate.errors import GateError
 from membench_gate.report import SUMMARY_LIMIT
+from membench_gate.results import load_json
 from membench_gate.settings import Context, Settings
 
 # Not for the child, which runs the PR's adapter code: the token, and the runner's file commands
@@ -104,12 +105,10 @@ def main(env: Mapping[str, str] | None = None) -> int:
     # output read the copy the gate validated.
     source = ["--results", settings.results] if settings.results else [
         "--out", str(paths["results.json"])]
-    _gate(["check", "--config", settings.config, *source,
-                  "--json", str(paths["verdict.json"]), "--report", str(paths["report.md"]),
-                  "--base-out", str(paths["base.json"]), *base_ref, *holdout], env)
-    verdict = json.loads(paths["verdict.json"].read_text(encoding="utf-8")) \
-        if paths["verdict.json"].exists() else {"verdict": "error", "exit_code": 4,
-                                                 "notes": ["the gate failed; see the log"]}
+    status = _gate(["check", "--config", settings.config, *source,
+                    "--json", str(paths["verdict.json"]), "--report", str(paths["report.md"]),
+                    "--base-out", str(paths["base.json"]), *base_ref, *holdout], env)
+    verdict = _trusted_verdict(paths, status, settings.config)
     if settings.results and verdict["verdict"] != "error":
         shutil.copyfile(settings.results, paths["results.json"])
     sensitivity = _selftest(settings, paths, env) if settings.selftest else ""
@@ -126,7 +125,9 @@ def main(env: Mapping[str, str] | None = None) -> int:
         "mode": verdict.get("mode") or "",
         "base-sha": (verdict.get("base") or {}).get("sha") or "",
         "report-path": str(paths["report.md"]) if paths["report.md"].exists() else "",
-        "results-path": str(paths["results.json"]) if paths["results.json"].exists() else "",
+        "results-path": str(paths["results.json"])
+        if paths["results.json"].exists() and not holds_failed_verdict(paths["results.json"])
+        else "",
         "comment-url": comment_url,
     }
     append(context.output_path, format_outputs(outputs))
@@ -144,6 +145,37 @@ def main(env: Mapping[str, str] | None = None) -> int:
               f"{verdict['verdict']} does not fail the job")
         return 0
     return exit_code
+
+
+def _trusted_verdict(paths: dict[str, Path], status: int, config: str) -> dict:
+    """The verdict file, if the check process's exit status agrees with it; else an ERROR.
+
+    The exit status is the verdict: a file that says PASS next to a process that exited 1 (or
+    a process that exited 0 next to a file that says REGRESSION) was written by something else,
+    or left by a run that did not finish — neither is a verdict to post or to pass on.
+    """
+    problem = None
+    try:
+        verdict = load_json(paths["verdict.json"].read_bytes(), str(paths["verdict.json"]))
+        if not isinstance(verdict, dict) or not isinstance(verdict.get("exit_code"), int) \
+                or not isinstance(verdict.get("verdict"), str):
+            problem = f"{paths['verdict.json']} is not a verdict"
+        elif verdict["exit_code"] != status:
+            problem = (f"the check exited {status} but its verdict file says "
+                       f"{verdict['verdict']} (exit {verdict['exit_code']}): the file is not "
+                       "this check's verdict")
+    except FileNotFoundError:
+        problem = f"the check exited {status} and wrote no verdict file"
+    except (OSError, GateError) as exc:
+        problem = str(exc)
+    if problem is None:
+        return verdict
+    from membench_gate.check import error_verdict, replace_outputs
+
+    error = error_verdict(GateError(problem), config)
+    replace_outputs(error, [paths["verdict.json"], paths["results.json"], paths["base.json"]],
+                    [paths["report.md"]])
+    return error.model_dump(mode="json")
 
 
 def _summary(paths: dict[str, Path]) -> str:

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
-from membench_gate.check import BaseSide, read_base, read_committed, read_results
+from membench_gate.check import BaseSide, in_ci, read_base, read_committed, read_results
 from membench_gate.config import Config, load_config
 from membench_gate.errors import GateError
 from membench_gate.findings import DRAFT_REASON
@@ -22,7 +23,7 @@ from membench_gate.runner import progress_reporter, run
 from membench_gate.summary import verdict_summary
 
 
-def _base(config: Config, base_ref: str | None) -> BaseSide:
+def _base(config: Config, base_ref: str | None, config_arg: Path) -> BaseSide:
     """The base side for bless; outside a git repository there is none (a first baseline)."""
     from membench_gate import gitbase
 
@@ -34,7 +35,7 @@ def _base(config: Config, base_ref: str | None) -> BaseSide:
         print("membench-gate: not a git repository: writing a first baseline without comparison",
               file=sys.stderr)
         return BaseSide(BaseInfo(), None, {})
-    return read_base(config, base_ref)
+    return read_base(config, base_ref, in_ci(), config_arg=config_arg)
 
 
 def _readable_committed(config: Config) -> Baseline | None:
@@ -63,10 +64,10 @@ def bless(args: argparse.Namespace) -> int:
     """The ``bless`` command: 0 when the baseline was written, 1 when refused."""
     config = load_config(args.config)
     results = _results(args, config)
-    base = _base(config, args.base_ref)
+    base = _base(config, args.base_ref, args.config)
     committed = _readable_committed(config)
     probe = decide(base.baseline, results.to_baseline(), results,
-                   floors=floors_of(base.floors, config.floors))
+                   floors=floors_of(base.floors, config.floors), base_breaches=base.breaches)
     probe.base = base.info
     probe.config = str(args.config)
     hard = breach_keys(probe, HARD_KINDS)

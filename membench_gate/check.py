@@ -8,17 +8,19 @@ baseline, and writing the verdict, the report and the baseline.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from membench_gate.config import Config, floors_from_text, load_config
-from membench_gate.errors import GateError
-from membench_gate.gate import BaseInfo, Verdict, decide, floors_of
+from membench_gate.baseside import BaseSide, read_base
+from membench_gate.config import Config, load_config
+from membench_gate.errors import GateError, describe, exit_code_of
+from membench_gate.gate import Verdict, decide, floors_of
 from membench_gate.results import (
     Baseline,
     Results,
-    UnknownSchemaVersion,
     canonical_dumps,
     dumps_baseline,
     dumps_results,
@@ -30,6 +32,8 @@ from membench_gate.results import (
 from membench_gate.runner import measure, progress_reporter, run
 from membench_gate.summary import verdict_summary
 
+__all__ = ["BaseSide", "check", "in_ci", "read_base", "read_committed", "read_results"]
+
 _FALSY = {"", "0", "false", "no", "off"}
 
 
@@ -37,50 +41,6 @@ def in_ci(env: dict[str, str] | None = None) -> bool:
     """True when ``CI`` or ``GITHUB_ACTIONS`` is set to a truthy value."""
     env = dict(os.environ) if env is None else env
     return any(env.get(name, "").strip().lower() not in _FALSY for name in ("CI", "GITHUB_ACTIONS"))
-
-
-def _inside(root: Path, path: Path, what: str) -> str:
-    """``path`` relative to the repository root: git can only read files inside it."""
-    try:
-        return path.resolve().relative_to(root.resolve()).as_posix()
-    except ValueError as exc:
-        raise GateError(f"{what}: {path} is outside the git repository {root}") from exc
-
-
-@dataclass
-class BaseSide:
-    """What the base commit holds: where it is, its baseline, its floors, why it is unusable."""
-
-    info: BaseInfo
-    baseline: Baseline | None
-    floors: dict[str, float]
-    inconclusive: str | None = None
-
-
-def read_base(config: Config, base_ref: str | None) -> BaseSide:
-    """Resolve the base commit and read the baseline and ``[floors]`` there — never the PR's."""
-    from membench_gate import gitbase
-
-    root = gitbase.repo_root(config.base_dir)
-    base = gitbase.resolve_base(root, base_ref)
-    if base is None:
-        return BaseSide(BaseInfo(), None, {})
-    info = BaseInfo(ref=base.ref, sha=base.sha, how=base.how)
-    baseline_rel = _inside(root, config.baseline_path, "gate.baseline")
-    config_rel = _inside(root, config.path, "--config")
-    floors: dict[str, float] = {}
-    config_bytes = gitbase.read_file_at(root, base.sha, config_rel)
-    if config_bytes is not None:
-        floors = floors_from_text(config_bytes.decode("utf-8", "replace"),
-                                  f"{config_rel} at base {base.sha[:12]}")
-    data = gitbase.read_file_at(root, base.sha, baseline_rel)
-    if data is None:
-        return BaseSide(info, None, floors)
-    try:
-        baseline = parse_baseline(data, f"{baseline_rel} at base {base.sha[:12]}")
-    except UnknownSchemaVersion as exc:
-        return BaseSide(info, None, floors, inconclusive=str(exc))
-    return BaseSide(info, baseline, floors)
 
 
 @dataclass
@@ -102,14 +62,18 @@ def read_committed(config: Config) -> Committed:
     return Committed(baseline, data.decode("utf-8", "replace") == dumps_baseline(baseline))
 
 
-def _results(args: argparse.Namespace, config: Config) -> tuple[Results, list[str]]:
+def _results(args: argparse.Namespace, config: Config, ci: bool = False
+             ) -> tuple[Results, list[str]]:
     """This run's results (run now, or read ``--results``) and any reason they are unusable."""
     reasons: list[str] = []
     if args.results is not None:
         if args.verify_determinism:
             raise GateError("--verify-determinism runs the suites twice; it cannot check a "
                             "--results file")
-        return read_results(args.results, config)
+        results, reasons = read_results(args.results, config)
+        if ci:
+            reasons = _foreign_commit(results, config) + reasons
+        return results, reasons
     results = run(config, progress_reporter())
     if args.verify_determinism:
         from membench_gate.determinism import first_difference
@@ -139,29 +103,70 @@ def read_results(path: Path, config: Config) -> tuple[Results, list[str]]:
     return results, reasons
 
 
-def error_verdict(exc: GateError, config_arg: str) -> Verdict:
+def _foreign_commit(results: Results, config: Config) -> list[str]:
+    """In CI a results file must come from the commit being checked: a matching fixtures hash
+    says the measurement is the same, not that the memory measured is this one."""
+    from membench_gate import gitbase
+
+    head = gitbase.head_sha(config.base_dir)
+    sha = results.receipt.git_sha
+    if sha == head:
+        return []
+    made = f"receipt.git_sha {sha}" if sha else "no receipt.git_sha"
+    return [f"the results file was not produced on the checked-out commit {head[:12]} "
+            f"({made}); in CI --results must come from this commit"]
+
+
+def error_verdict(exc: BaseException, config_arg: str) -> Verdict:
     """The verdict file of a check that could not compare: ERROR, or INCONCLUSIVE (exit 3)."""
-    name = "inconclusive" if exc.exit_code == 3 else "error"
-    return Verdict(verdict=name, exit_code=exc.exit_code, mode=None, notes=[str(exc)],
+    code = exit_code_of(exc)
+    name = "inconclusive" if code == 3 else "error"
+    return Verdict(verdict=name, exit_code=code, mode=None, notes=[describe(exc)],
                    config=config_arg)
+
+
+def replace_outputs(verdict: Verdict, paths: list[Path | None], reports: list[Path | None]
+                    ) -> None:
+    """Write ``verdict`` over every output asked for (JSON files, Markdown reports): a failed
+    command never leaves an earlier run's files behind to be read as this run's."""
+    text = canonical_dumps(verdict.model_dump(mode="json"))
+    for path in paths:
+        if path is not None:
+            _replace(path, lambda: text)
+    for path in reports:
+        if path is not None:
+            _replace(path, lambda: _error_report(verdict))
+
+
+def _error_report(verdict: Verdict) -> str:
+    try:
+        from membench_gate.report import render
+
+        return render(verdict, None, None, limit=None)
+    except Exception:
+        return f"## membench-gate: ERROR\n\n{verdict.notes[0] if verdict.notes else ''}\n"
+
+
+def _replace(path: Path, text: Callable[[], str]) -> None:
+    try:
+        write_atomic(path, text())
+    except Exception:
+        with contextlib.suppress(OSError):
+            path.unlink(missing_ok=True)
 
 
 def check(args: argparse.Namespace) -> int:
     """``membench-gate check``: run, compare with the base commit's baseline, exit with the verdict.
 
-    The ``--json`` and ``--report`` files are written for every outcome, errors included, so a CI
-    job never shows the scoreboard of an earlier run.
+    The ``--json``, ``--report``, ``--out`` and ``--base-out`` files are written for every
+    outcome: when the check fails — any exception, a SystemExit included — each is replaced by
+    the error verdict, so a CI job never shows or re-reads the files of an earlier run.
     """
     try:
         return _check(args)
-    except GateError as exc:
-        verdict = error_verdict(exc, str(args.config))
-        if args.json is not None:
-            write_atomic(args.json, canonical_dumps(verdict.model_dump(mode="json")))
-        if args.report is not None:
-            from membench_gate.report import render
-
-            write_atomic(args.report, render(verdict, None, None, limit=None))
+    except BaseException as exc:
+        replace_outputs(error_verdict(exc, str(args.config)),
+                        [args.json, args.out, args.base_out], [args.report])
         raise
 
 
@@ -173,10 +178,10 @@ def _check(args: argparse.Namespace) -> int:
                         "is set")
     if args.allow_regression is not None and not args.allow_regression.strip():
         raise GateError("--allow-regression needs a reason")
-    results, reasons = _results(args, config)
+    results, reasons = _results(args, config, ci)
     if args.out is not None and args.results is None:
         write_atomic(args.out, dumps_results(results))
-    base = read_base(config, args.base_ref)
+    base = read_base(config, args.base_ref, ci, config_arg=args.config)
     if base.inconclusive:
         reasons.append(base.inconclusive)
     committed = read_committed(config)
@@ -189,6 +194,8 @@ def _check(args: argparse.Namespace) -> int:
         ci=ci,
         inconclusive=reasons,
         committed_canonical=committed.canonical,
+        base_breaches=base.breaches,
+        base_config=base.has_config,
     )
     verdict.base = base.info
     verdict.config = str(args.config)
@@ -201,8 +208,11 @@ def write_outputs(args: argparse.Namespace, config: Config, verdict: Verdict, re
                   base: Baseline | None) -> None:
     if args.json is not None:
         write_atomic(args.json, canonical_dumps(verdict.model_dump(mode="json")))
-    if args.base_out is not None and base is not None:
-        write_atomic(args.base_out, dumps_baseline(base))
+    if args.base_out is not None:
+        if base is not None:
+            write_atomic(args.base_out, dumps_baseline(base))
+        else:  # no base baseline: an earlier run's must not stand in for it
+            args.base_out.unlink(missing_ok=True)
     if args.report is not None:
         from membench_gate.report import render
 

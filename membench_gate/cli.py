@@ -8,12 +8,15 @@ Bad usage and every user-facing error exit 4 with one line on stderr (a tracebac
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TextIO
 
 from membench_gate import __version__
-from membench_gate.errors import GateError
+from membench_gate.errors import GateError, describe, exit_code_of
 
 EXIT_ERROR = 4
 DESCRIPTION = ("Gate the pull requests of an AI-agent memory system on deterministic benchmark "
@@ -163,23 +166,30 @@ def cmd_run(args: argparse.Namespace) -> int:
     from membench_gate.config import load_config
     from membench_gate.shard import parse_shard
 
-    shard = parse_shard(args.shard) if args.shard is not None else None
-    config = load_config(args.config).with_holdout(args.include_holdout)
-    if args.suite:
-        config = config.with_suites(args.suite)
-    # The adapter starts up (interpreter, its imports) while the gate imports the rest.
-    launched = rpc.launch(config.adapter_argv(), config.base_dir, config.timeout,
-                          config.adapter_options)
     try:
-        from membench_gate.results import dumps_results, write_atomic
-        from membench_gate.runner import progress_reporter, run
-        from membench_gate.summary import run_summary
+        shard = parse_shard(args.shard) if args.shard is not None else None
+        config = load_config(args.config).with_holdout(args.include_holdout)
+        if args.suite:
+            config = config.with_suites(args.suite)
+        # The adapter starts up (interpreter, its imports) while the gate imports the rest.
+        launched = rpc.launch(config.adapter_argv(), config.base_dir, config.timeout,
+                              config.adapter_options)
+        try:
+            from membench_gate.results import dumps_results, write_atomic
+            from membench_gate.runner import progress_reporter, run
+            from membench_gate.summary import run_summary
 
-        results = run(config, progress_reporter(), launched=launched, shard=shard)
-    finally:
-        launched.process.kill()
-    if args.out:
-        write_atomic(args.out, dumps_results(results))
+            results = run(config, progress_reporter(), launched=launched, shard=shard)
+        finally:
+            launched.process.kill()
+        if args.out:
+            write_atomic(args.out, dumps_results(results))
+    except BaseException:
+        # No results: an earlier run's file must not stay behind to be gated as this one's
+        # (check, which has a verdict to give, writes it over its outputs instead).
+        if args.out:
+            args.out.unlink(missing_ok=True)
+        raise
     print(run_summary(results, args.out))
     return 0
 
@@ -283,38 +293,93 @@ COMMANDS = {"run": cmd_run, "merge": cmd_merge, "check": cmd_check, "bless": cmd
             "explain": cmd_explain, "selftest": cmd_selftest, "import": cmd_import}
 
 
+class _Guarded:
+    """A text stream whose writes cannot fail: a closed pipe (``| head -1``) drops the rest.
+
+    The exit code is the verdict, whatever happens to stdout and stderr: a write to a reader
+    that went away must not turn a REGRESSION into a crash, or into exit 0.
+    """
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+        self.broken = False
+
+    def write(self, text: str) -> int:
+        if not self.broken:
+            try:
+                self._stream.write(text)
+            except (OSError, ValueError):
+                self.broken = True
+        return len(text)
+
+    def flush(self) -> None:
+        if not self.broken:
+            try:
+                self._stream.flush()
+            except (OSError, ValueError):
+                self.broken = True
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._stream, name)
+
+
+def _settle(stream: TextIO | None) -> None:
+    """Flush ``stream`` once more; if its reader is gone, point its descriptor at /dev/null so
+    the interpreter's own flush at exit cannot fail (which would exit 120, not the verdict)."""
+    if stream is None:
+        return
+    try:
+        stream.flush()
+    except (OSError, ValueError):
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, stream.fileno())
+            os.close(devnull)
+        except (OSError, ValueError):
+            pass
+
+
+def _say(line: str) -> None:
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        print(line, file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``membench-gate`` console script."""
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in argv
+    real = sys.stdout, sys.stderr
+    if sys.stdout is not None:
+        sys.stdout = _Guarded(sys.stdout)  # type: ignore[assignment]
+    if sys.stderr is not None:
+        sys.stderr = _Guarded(sys.stderr)  # type: ignore[assignment]
+    try:
+        return _dispatch(argv, debug)
+    finally:
+        sys.stdout, sys.stderr = real
+        for stream in real:
+            _settle(stream)
+
+
+def _dispatch(argv: list[str], debug: bool) -> int:
     try:
         args = build_parser().parse_args(argv)
-        return COMMANDS[args.command](args)
     except GateError as exc:
-        if debug:
-            import traceback
-
-            traceback.print_exc()
-        print(f"membench-gate: error: {exc}", file=sys.stderr)
-        if exc.detail:
-            # Prefixed, so a line of the adapter's stderr can never be read as a workflow command.
-            print("  adapter stderr (last lines):", file=sys.stderr)
-            for line in exc.detail:
-                print(f"  | {line}", file=sys.stderr)
+        _say(f"membench-gate: error: {exc}")
         return exc.exit_code
-    except BrokenPipeError:
-        # stdout closed early (``| head``): not an error of the gate.
-        sys.stderr.close()
-        return 0
-    except KeyboardInterrupt:
-        print("membench-gate: interrupted", file=sys.stderr)
-        return EXIT_ERROR
-    except Exception as exc:
-        # A bug of ours: still one line and exit 4, the details with --debug.
+    # Everything a command raises, SystemExit and KeyboardInterrupt included, is an ERROR (or a
+    # GateError's own code): only a finished command's return value is a verdict.
+    try:
+        return COMMANDS[args.command](args)
+    except BaseException as exc:
         if debug:
             import traceback
 
             traceback.print_exc()
-        print(f"membench-gate: internal error: {type(exc).__name__}: {exc} (rerun with --debug)",
-              file=sys.stderr)
-        return EXIT_ERROR
+        _say(f"membench-gate: error: {describe(exc)}")
+        if isinstance(exc, GateError) and exc.detail:
+            # Prefixed, so a line of the adapter's stderr can never be read as a workflow command.
+            _say("  adapter stderr (last lines):")
+            for line in exc.detail:
+                _say(f"  | {line}")
+        return exit_code_of(exc)

@@ -25,6 +25,7 @@ from membench_gate.report import COMMENT_LIMIT, render
 from membench_gate.results import (
     Baseline,
     Results,
+    load_json,
     parse_baseline,
     parse_results,
     read_file,
@@ -39,9 +40,9 @@ _MAX_ID = 300
 
 
 def read_verdict(path: Path) -> Verdict:
-    data = read_file(path)
+    data = load_json(read_file(path), str(path))
     try:
-        return Verdict.model_validate_json(data)
+        return Verdict.model_validate(data)
     except ValidationError as exc:
         raise GateError(validation_message(str(path), exc)) from exc
 
@@ -90,10 +91,25 @@ def read_data(folder: Path) -> tuple[Verdict, Results | None, Baseline | None]:
     validated. The results may be missing only when the check could not compare."""
     results_path, verdict_path, base_path = (folder / name for name in ARTIFACT_FILES)
     verdict = read_verdict(verdict_path)
+    failed = verdict.verdict in ("error", "inconclusive")
+    # A check that failed replaces every output it was asked for by its verdict: nothing stale.
     results = parse_results(read_file(results_path), str(results_path)) \
-        if results_path.exists() or verdict.verdict not in ("error", "inconclusive") else None
-    base = parse_baseline(read_file(base_path), str(base_path)) if base_path.exists() else None
+        if (results_path.exists() or not failed) and not holds_failed_verdict(results_path, failed) \
+        else None
+    base = parse_baseline(read_file(base_path), str(base_path)) \
+        if base_path.exists() and not holds_failed_verdict(base_path, failed) else None
     return verdict, results, base
+
+
+def holds_failed_verdict(path: Path, failed: bool = True) -> bool:
+    """Does ``path`` hold the error verdict a failed check wrote in place of its data?"""
+    if not failed or not path.exists():
+        return False
+    try:
+        data = load_json(read_file(path), str(path))
+    except GateError:
+        return False
+    return isinstance(data, dict) and data.get("verdict") in ("error", "inconclusive")
 
 
 def load_artifact(folder: Path) -> tuple[Verdict, Results | None, Baseline | None]:

@@ -6,6 +6,7 @@ turn a check off.
 
 from __future__ import annotations
 
+import math
 import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -15,6 +16,7 @@ from rapidfuzz import process
 
 from membench_gate import metrics
 from membench_gate.errors import GateError
+from membench_gate.results import check_numbers
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -120,10 +122,27 @@ def parse_toml(text: str, label: str) -> dict[str, Any]:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise GateError(f"{label}: invalid TOML: {exc}") from exc
+    except RecursionError as exc:
+        raise GateError(f"{label}: invalid TOML: nested too deeply") from exc
+    except ValueError as exc:  # an integer too long to read
+        raise GateError(f"{label}: invalid TOML: {str(exc).splitlines()[0]}") from exc
 
 
 def _number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+# The range of every number a config holds: TOML has nan and inf literals, and a number that is
+# absurd for its key (k = 1e9, a λ of 1e30, timeout = inf) is a mistake to name, not to run.
+INT_RANGES = {"k": (1, 1000), "budget": (1, 1000), "shuffle_seed": (0, 2**32 - 1)}
+MAX_LAMBDA = 1000
+MAX_FLOOR = 1e6
+
+
+def _in_range(value: Any, low: float, high: float) -> bool:
+    """A finite number within [low, high] (bools are not numbers here)."""
+    return (_number(value) and (isinstance(value, int) or math.isfinite(value))
+            and low <= value <= high)
 
 
 def _suite_options(name: str, table: dict[str, Any], label: str) -> dict[str, Any]:
@@ -135,15 +154,17 @@ def _suite_options(name: str, table: dict[str, Any], label: str) -> dict[str, An
     if (not isinstance(fixtures, list) or not fixtures
             or not all(isinstance(f, str) and f for f in fixtures)):
         raise GateError(f"{label}: {where}.fixtures must be a non-empty list of folder names")
-    for key in ("k", "budget", "shuffle_seed"):
+    for key, (low, high) in INT_RANGES.items():
         if key in options and (not isinstance(options[key], int) or isinstance(options[key], bool)
-                               or options[key] < (0 if key == "shuffle_seed" else 1)):
-            raise GateError(f"{label}: {where}.{key} must be a positive integer")
+                               or not low <= options[key] <= high):
+            raise GateError(f"{label}: {where}.{key} must be an integer from {low} to {high}, "
+                            f"got {options[key]!r}")
     if "lambdas" in options:
         lams = options["lambdas"]
         if (not isinstance(lams, list) or not lams
-                or not all(_number(x) and x >= 0 for x in lams)):
-            raise GateError(f"{label}: {where}.lambdas must be a non-empty list of numbers >= 0")
+                or not all(_in_range(x, 0, MAX_LAMBDA) for x in lams)):
+            raise GateError(f"{label}: {where}.lambdas must be a non-empty list of finite numbers "
+                            f"from 0 to {MAX_LAMBDA}")
         if len({float(x) for x in lams}) != len(lams):
             raise GateError(f"{label}: {where}.lambdas has a repeated value")
     return options
@@ -165,8 +186,9 @@ def parse_floors(raw: Any, label: str) -> dict[str, float]:
             raise GateError(
                 f"{label}: floors.{key!r}: unknown metric {metric!r}{_suggest(metric, known)}"
             )
-        if not _number(value):
-            raise GateError(f"{label}: floors.{key!r} must be a number")
+        if not _in_range(value, -MAX_FLOOR, MAX_FLOOR):
+            raise GateError(f"{label}: floors.{key!r} must be a finite number (|x| <= 1e6), "
+                            f"got {value!r}")
         floors[key] = float(value)
     return floors
 
@@ -190,10 +212,12 @@ def parse_config(text: str, path: Path, label: str | None = None) -> Config:
     if not isinstance(target, str) or (command is None and target.count(":") != 1):
         raise GateError(f"{label}: adapter.python must be a string 'module:attr'")
     options = dict(_table(adapter.get("options", {}), "[adapter.options]", label))
+    # Recorded in every results file: a number there must be writable (not nan, not 1e300).
+    check_numbers(options, label, "adapter.options")
     timeout = adapter.get("timeout", DEFAULT_TIMEOUT)
     if not _number(timeout) or not 0 < timeout <= MAX_TIMEOUT:
         raise GateError(f"{label}: adapter.timeout must be a number of seconds, more than 0 and "
-                        f"at most {MAX_TIMEOUT:g}")
+                        f"at most {MAX_TIMEOUT:g}, got {timeout!r}")
 
     suites_raw = _table(data.get("suites", {}), "[suites]", label)
     _check_keys(suites_raw, SUITE_NAMES, "suites.", label)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 
 
@@ -17,3 +18,40 @@ class GateError(Exception):
         super().__init__(message)
         self.exit_code = exit_code
         self.detail = list(detail)
+
+
+def exit_code_of(exc: BaseException) -> int:
+    """The exit code a failure maps to: a ``GateError``'s own, else 4 (ERROR) — never 0.
+
+    A ``SystemExit`` raised while a command runs (by code we call, or a dependency) is not a
+    verdict: whatever code it carries, the gate did not decide, so it is an ERROR too.
+    """
+    return exc.exit_code if isinstance(exc, GateError) else 4
+
+
+def describe(exc: BaseException) -> str:
+    """One line for any failure: a ``GateError``'s message, else the exception and where it was
+    raised (``file:line in function``), so even a bug names the call that failed."""
+    if isinstance(exc, GateError):
+        return str(exc)
+    if isinstance(exc, KeyboardInterrupt):
+        return "interrupted"
+    import traceback  # only on a failure: start-up stays lean
+
+    where = ""
+    frames = traceback.extract_tb(exc.__traceback__) if exc.__traceback__ else []
+    if frames:
+        last = frames[-1]
+        where = f" at {os.path.basename(last.filename)}:{last.lineno} in {last.name}()"
+    if isinstance(exc, SystemExit):
+        return f"unexpected exit (SystemExit({exc.code!r})){where}: not a verdict"
+    if isinstance(exc, RecursionError):
+        return f"input nested too deeply (RecursionError){where}"
+    text = _one_line(str(exc))
+    return f"internal error: {type(exc).__name__}{': ' + text if text else ''}{where} " \
+           "(rerun with --debug)"
+
+
+def _one_line(text: str) -> str:
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return " ".join(lines[:1]) + (" …" if len(lines) > 1 else "") if lines else ""

@@ -21,7 +21,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from membench_gate.errors import GateError
-from membench_gate.results import validation_message
+from membench_gate.results import load_json, validation_message
 
 BUILTIN = "builtin"
 
@@ -42,7 +42,12 @@ def parse_time(value: str, where: str) -> datetime:
         raise ValueError(f"{where}: {value!r} is not an ISO date (YYYY-MM-DD)") from exc
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=timezone.utc)
-    return parsed.astimezone(timezone.utc)
+    try:
+        # 0001-01-01T00:00:00+14:00 is a valid ISO text whose UTC time is before year 1.
+        return parsed.astimezone(timezone.utc)
+    except OverflowError as exc:
+        raise ValueError(f"{where}: {value!r} is out of the range of dates (years 1-9999 "
+                         "in UTC)") from exc
 
 
 class _Item(BaseModel):
@@ -287,12 +292,7 @@ def _read_json(path: Path, label: str) -> Any:
         raise GateError(f"{label}: fixture file not found") from exc
     except (OSError, UnicodeDecodeError) as exc:
         raise GateError(f"{label}: cannot read fixture file: {exc}") from exc
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise GateError(
-            f"{label}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}"
-        ) from exc
+    return load_json(text, label)
 
 
 def _folder(entry: str, suite: str, base_dir: Path) -> tuple[Path, str]:
@@ -503,6 +503,7 @@ def _validate_veto(fx: SuiteFixtures, include_holdout: bool) -> None:
             fx.digests[scenario.id] = digest(payload)
     if not include_holdout:
         fx.decisions = [d for d in fx.decisions if not d.holdout]
+    fx.corpus = {d.id: digest(d.model_dump()) for d in fx.decisions}
 
 
 def _validate_abstention(fx: SuiteFixtures, include_holdout: bool) -> None:
@@ -521,6 +522,7 @@ def _validate_abstention(fx: SuiteFixtures, include_holdout: bool) -> None:
             )
     if not include_holdout:
         fx.facts = [f for f in fx.facts if not f.holdout]
+    fx.corpus = {f.id: digest(f.model_dump()) for f in fx.facts}
 
 
 def _validate_push(fx: SuiteFixtures, include_holdout: bool) -> None:
@@ -556,6 +558,8 @@ def _validate_push(fx: SuiteFixtures, include_holdout: bool) -> None:
             c.model_copy(update={"pages": [p for p in c.pages if not p.holdout]})
             for c in fx.conversations
         ]
+    fx.corpus = {f"{c.id}/{p.slug}": digest({"source": c.source, "page": p.model_dump()})
+                 for c in fx.conversations for p in c.pages}
 
 
 def _validate_writeback(fx: SuiteFixtures, include_holdout: bool) -> None:

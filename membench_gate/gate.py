@@ -11,6 +11,7 @@ REGRESSION from the comparison (blessable by a justification, waivable locally),
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -28,12 +29,15 @@ HARD_KINDS = ("zero", "floor")
 
 
 class Breach(BaseModel):
-    """One thing that got worse. ``key`` is ``suite/condition:metric`` or ``suite/condition#item``
-    (a whole cell is keyed by ``suite/condition``)."""
+    """One thing that got worse, or a measurement made easier. ``key`` is
+    ``suite/condition:metric`` or ``suite/condition#item`` (a whole cell is keyed by
+    ``suite/condition``); a suite-wide easing is ``suite:option:<name>`` or
+    ``suite:corpus-removed``, and a moved baseline ``gate:baseline-moved``."""
 
     key: str
     kind: Literal["zero", "floor", "cell-missing", "gold-total", "newly-failed", "item-removed",
-                  "metric", "metric-missing"]
+                  "metric", "metric-missing", "item-eased", "option", "corpus-removed",
+                  "baseline-moved"]
     base: float | str | None = None
     head: float | str | None = None
     detail: str
@@ -49,7 +53,9 @@ class BaseInfo(BaseModel):
 
 
 class FixtureDiff(BaseModel):
-    """Gold items per cell: added, removed, or with changed content, between base and head."""
+    """Items added, removed, or with changed content, between base and head: gold items per
+    cell, and the rest of each suite's corpus (distractor decisions, facts, pages) under
+    ``<suite>:corpus``."""
 
     added: dict[str, list[str]] = Field(default_factory=dict)
     removed: dict[str, list[str]] = Field(default_factory=dict)
@@ -205,25 +211,77 @@ def _compare_cells(base: Baseline, actual: Baseline, same_hash: bool) -> _Compar
                                                     head=_r(head)))
     for cell_name in sorted(set(actual.cells) - set(base.cells)):
         out.notes.append(f"new cell: {cell_name} (reported, not gated)")
+    if not same_hash:
+        _easing(base, actual, out)
     return out
 
 
 def _comparable_items(base: Baseline, actual: Baseline, cell: str, same_hash: bool,
                       out: _Comparison) -> set[str] | None:
     """Under a changed corpus, the items whose content digest is unchanged (compared by id);
-    removed items are breaches, added and changed ones are reported. None: compare every id."""
+    removed items are breaches, and so are changed items that failed at base and pass now (the
+    test made easier, not the memory better); added and other changed ones are reported.
+    None: compare every id."""
     if same_hash:
         return None
     before, now = base.digests.get(cell, {}), actual.digests.get(cell, {})
-    removed = sorted(set(before) - set(now))
-    added = sorted(set(now) - set(before))
-    changed = sorted(i for i in set(before) & set(now) if before[i] != now[i])
+    removed, added, changed = _diff(before, now)
     for bucket, ids in (("removed", removed), ("added", added), ("changed", changed)):
         if ids:
             getattr(out.diff, bucket)[cell] = ids
     out.breaches += [Breach(key=f"{cell}#{i}", kind="item-removed", base="present", head=None,
                             detail="gold item removed from the fixtures") for i in removed]
+    was_failed, is_failed = set(base.cells[cell].failed), set(actual.cells[cell].failed)
+    out.breaches += [Breach(key=f"{cell}#{i}", kind="item-eased", base="fail", head="pass",
+                            detail="gold item failed at base and passes now that its content "
+                                   "changed: the item was made easier")
+                     for i in changed if i in was_failed and i not in is_failed]
     return {i for i in set(before) & set(now) if before[i] == now[i]}
+
+
+def _diff(before: Mapping[str, str], now: Mapping[str, str]
+          ) -> tuple[list[str], list[str], list[str]]:
+    """(removed, added, changed) ids between two ``id -> content digest`` maps."""
+    return (sorted(set(before) - set(now)), sorted(set(now) - set(before)),
+            sorted(i for i in set(before) & set(now) if before[i] != now[i]))
+
+
+def _label(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+
+
+def _easing(base: Baseline, actual: Baseline, out: _Comparison) -> None:
+    """Rule 7's suite-wide easing: a changed option of a suite both runs measure, and corpus
+    items (distractors included) removed from such a suite — each a breach, even when every
+    metric improves."""
+    before_suites = base.config.get("suites") or {}
+    now_suites = actual.config.get("suites") or {}
+    for suite in sorted(set(before_suites) & set(now_suites)):
+        before = dict(before_suites[suite] or {})
+        now = dict(now_suites[suite] or {})
+        before["include_holdout"] = base.config.get("include_holdout", False)
+        now["include_holdout"] = actual.config.get("include_holdout", False)
+        for name in sorted(set(before) | set(now)):
+            if before.get(name) != now.get(name):
+                out.breaches.append(Breach(
+                    key=f"{suite}:option:{name}", kind="option",
+                    base=_label(before.get(name)), head=_label(now.get(name)),
+                    detail=f"suite option {name} changed: {_label(before.get(name))} → "
+                           f"{_label(now.get(name))} (the measurement changed)"))
+    for suite in sorted(set(base.corpus) & set(actual.corpus)):
+        removed, added, changed = _diff(base.corpus[suite], actual.corpus[suite])
+        key = f"{suite}:corpus"
+        for bucket, ids in (("removed", removed), ("added", added), ("changed", changed)):
+            if ids:
+                getattr(out.diff, bucket)[key] = ids
+        if removed:
+            shown = ", ".join(removed[:3]) + (f" (and {len(removed) - 3} more)"
+                                              if len(removed) > 3 else "")
+            out.breaches.append(Breach(
+                key=f"{suite}:corpus-removed", kind="corpus-removed",
+                base=len(base.corpus[suite]), head=len(actual.corpus[suite]),
+                detail=f"{len(removed)} corpus item{'s' if len(removed) > 1 else ''} removed "
+                       f"(fewer distractors make retrieval easier): {shown}"))
 
 
 def decide(
@@ -236,6 +294,8 @@ def decide(
     ci: bool = False,
     inconclusive: Iterable[str] = (),
     committed_canonical: bool = True,
+    base_breaches: Iterable[Breach] = (),
+    base_config: bool = False,
 ) -> Verdict:
     """Apply the gate rules and return the verdict.
 
@@ -244,7 +304,11 @@ def decide(
     found why the runs cannot be compared (unknown schema, foreign config, non-determinism);
     ``committed_canonical`` is False when the committed file's bytes are not the canonical form of
     what it holds (reformatted or edited by hand): the comparison is of canonical content, so this
-    is only noted, with the advice to re-bless.
+    is only noted, with the advice to re-bless. ``base_breaches`` are what the edges found on
+    the base side (the baseline path moved): blessable breaches like the comparison's.
+    ``base_config`` says the base commit has a gate config: then, in CI, a missing base
+    baseline is BLESS REQUIRED, not a bootstrap (rule 10: only a PR bringing the gate itself
+    may introduce its first baseline).
     """
     reasons = list(inconclusive)
     if reasons:
@@ -262,7 +326,12 @@ def decide(
         return _finish("error", None, breaches=hard, notes=[
             "--allow-regression is local only and is refused when CI or GITHUB_ACTIONS is set"])
 
-    verdict = _compare(base, committed, actual, hard, allow_regression)
+    if base is None and ci and base_config:
+        return _finish("regression" if hard else "bless-required", "bootstrap", breaches=hard,
+                       notes=["the base commit has a gate config but no baseline: in CI only a "
+                              "pull request that introduces the gate may bring the first "
+                              "baseline; bless and commit the baseline on the base branch"])
+    verdict = _compare(base, committed, actual, hard, allow_regression, list(base_breaches))
     if committed is not None and not committed_canonical:
         # Compared as canonical content, so a reformatted file is only worth a note.
         verdict.notes.append("the committed baseline is not in canonical form (reformatted or "
@@ -271,7 +340,8 @@ def decide(
 
 
 def _compare(base: Baseline | None, committed: Baseline | None, actual: Baseline,
-             hard: list[Breach], allow_regression: str | None) -> Verdict:
+             hard: list[Breach], allow_regression: str | None,
+             base_breaches: list[Breach]) -> Verdict:
     """Rules 5–11 once invariants and floors are known (rules 1–2 still decide precedence)."""
     notes: list[str] = []
     if base is None:
@@ -302,7 +372,7 @@ def _compare(base: Baseline | None, committed: Baseline | None, actual: Baseline
         bless_required = ("the fixtures or suite options changed (fixtures_hash differs from the "
                           "base) and the committed baseline does not match this run")
 
-    soft = comparison.breaches
+    soft = base_breaches + comparison.breaches
     keys = sorted(b.key for b in soft)
     justification = JustificationResult(status="not-needed")
     blessed = False
@@ -310,6 +380,11 @@ def _compare(base: Baseline | None, committed: Baseline | None, actual: Baseline
         justification, blessed = _judge_justification(committed, base, keys)
     elif soft:
         justification = JustificationResult(status="missing", breaches=keys)
+    elif committed is not None and committed.justification is not None \
+            and committed.justification != base.justification:
+        # Nothing to bless: a justification is never an error by itself (rule 8).
+        notes.append("the committed justification has nothing to bless in this comparison "
+                     "(no breaches); it is ignored")
 
     common = {
         "breaches": hard + soft,

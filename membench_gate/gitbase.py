@@ -8,7 +8,6 @@ to git: every GitPython error is turned into a one-line ``GateError`` before it 
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Iterator, Mapping
@@ -18,6 +17,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
 from membench_gate.errors import GateError
+from membench_gate.results import load_json
 
 try:
     import git
@@ -71,7 +71,8 @@ def head_sha(repo: Path) -> str:
 
 
 def resolve_base(
-    repo: Path, base_ref: str | None = None, env: Mapping[str, str] | None = None
+    repo: Path, base_ref: str | None = None, env: Mapping[str, str] | None = None,
+    tried: list[str] | None = None,
 ) -> BaseCommit | None:
     """Find the base commit of this run, in the order of DESIGN.md §8, fetching it if missing.
 
@@ -99,6 +100,10 @@ def resolve_base(
        ``refs/remotes/origin/HEAD`` points to, else ``origin/main``, ``origin/master`` →
        ``remote-default-branch``.
     7. the local branch ``main``, else ``master`` → ``local-branch``.
+    8. origin's default branch as the remote itself names it (``git ls-remote --symref origin
+       HEAD``), fetched (at depth 1 in a shallow clone) → ``remote-default-branch``: what a
+       single-branch clone, ``workflow_dispatch`` or a ``push`` payload without
+       ``repository.default_branch`` leaves as the only way to the base.
 
     For rules 6 and 7 the base is the merge-base of HEAD and that branch: the point this branch
     forked from, so a developer's changes are compared with what they started from and not with
@@ -111,7 +116,9 @@ def resolve_base(
     Returns None only when no base can exist: HEAD has no commit yet, or there is no ``origin``
     default branch and no local ``main``/``master`` (e.g. a fresh repository whose only branch
     has another name). On ``main`` itself with no remote the base is HEAD: the working tree is
-    compared with the last commit, on the very first commit as on any later one.
+    compared with the last commit, on the very first commit as on any later one. ``tried``,
+    when given, receives one phrase per way that was tried and failed, for the error a CI run
+    makes of a missing base.
 
     Raises ``GateError`` for an unknown ``base_ref``, a malformed payload, or a base commit that
     cannot be fetched.
@@ -125,7 +132,17 @@ def resolve_base(
             return None
         event = _Event.load(env)
         github_sha = env.get("GITHUB_SHA") or None
-        return _from_event(r, head, event, github_sha) or _from_branches(r, head, event)
+        notes = [] if tried is None else tried
+        found = _from_event(r, head, event, github_sha)
+        if found is None:
+            notes.append(f"the event payload (GITHUB_EVENT_NAME={event.name or 'unset'}, "
+                         f"payload {'given' if event.payload else 'absent'})")
+            found = _from_branches(r, head, event)
+        if found is None:
+            notes.append("refs/remotes/origin/HEAD, origin/main, origin/master and the local "
+                         "main/master branches")
+            found = _from_remote_head(r, head, notes)
+        return found
 
 
 def read_file_at(repo: Path, sha: str, path: str) -> bytes | None:
@@ -163,11 +180,10 @@ class _Event:
         if not path:
             return cls(name, {}, "")
         try:
-            payload = json.loads(Path(path).read_bytes())
+            data = Path(path).read_bytes()
         except OSError as exc:
             raise GateError(f"cannot read GitHub event payload {path}: {exc.strerror}") from exc
-        except ValueError as exc:
-            raise GateError(f"GitHub event payload {path} is not valid JSON: {exc}") from exc
+        payload = load_json(data, f"GitHub event payload {path}")
         if not isinstance(payload, dict):
             raise GateError(f"GitHub event payload {path} is not a JSON object")
         return cls(name, payload, path)
@@ -258,6 +274,30 @@ def _from_branches(r: git.Repo, head: str, event: _Event) -> BaseCommit | None:
         if _rev(r, f"refs/heads/{name}") is not None:
             return BaseCommit(_fork_point(r, head, f"refs/heads/{name}"), name, "local-branch")
     return None
+
+
+def _from_remote_head(r: git.Repo, head: str, notes: list[str]) -> BaseCommit | None:
+    """Ask origin which branch is its default and fetch it: the last way to a base."""
+    if not _has_origin(r):
+        notes.append("no 'origin' remote to ask for its default branch")
+        return None
+    try:
+        listing = r.git.ls_remote("--symref", "origin", "HEAD",
+                                  env={"GIT_TERMINAL_PROMPT": "0"})
+    except git.GitCommandError as exc:
+        notes.append(f"`git ls-remote --symref origin HEAD` failed: {_stderr_line(exc)}")
+        return None
+    match = re.search(r"^ref: refs/heads/(\S+)\tHEAD$", listing, re.MULTILINE)
+    if match is None or match.group(1).startswith("-"):
+        notes.append("`git ls-remote --symref origin HEAD` names no default branch")
+        return None
+    name = match.group(1)
+    ref = f"refs/remotes/origin/{name}"
+    problem = _fetch(r, f"+refs/heads/{name}:{ref}")
+    if problem is not None or _rev(r, ref) is None:
+        notes.append(f"fetching origin's default branch {name} failed: {problem or 'no commit'}")
+        return None
+    return BaseCommit(_fork_point(r, head, ref), f"origin/{name}", "remote-default-branch")
 
 
 def _remote_default_branch(r: git.Repo, event: _Event) -> str | None:

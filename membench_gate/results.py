@@ -10,12 +10,20 @@ from __future__ import annotations
 import json
 import math
 import os
+import stat
 import tempfile
 from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from membench_gate.errors import GateError
 
@@ -23,28 +31,55 @@ SCHEMA_VERSION = 1
 _QUANTUM = Decimal("0.0001")
 
 
+# Numbers in results, baselines and verdicts stay below this magnitude, so rounding to 4 decimals
+# is exact in a double and never overflows the decimal context: a larger one is an error naming
+# its field, not an exception deep in the writer.
+MAX_MAGNITUDE = 1e15
+# JSON deeper than this is refused before anything walks it: no file of ours nests past a dozen.
+MAX_DEPTH = 64
+
+
+class NumberError(GateError):
+    """A number a file cannot hold (not finite, or too large); ``where`` names its field."""
+
+
 def round4(value: float) -> float | int:
     """Round half-up to 4 decimals; integral results become ``int``."""
     if isinstance(value, bool):
         return int(value)
-    if not math.isfinite(value):
-        raise GateError(f"cannot write a non-finite number ({value}) to a results file")
-    rounded = Decimal(repr(float(value))).quantize(_QUANTUM, rounding=ROUND_HALF_UP)
+    if isinstance(value, int) and abs(value) < MAX_MAGNITUDE:
+        return value
+    try:
+        number = float(value)
+    except OverflowError:
+        number = math.inf
+    if not math.isfinite(number):
+        raise NumberError(f"cannot write a non-finite number ({value})")
+    if abs(number) >= MAX_MAGNITUDE:
+        raise NumberError(f"{value:g} is out of range (a file holds numbers below 1e15 in "
+                          "magnitude)")
+    rounded = Decimal(repr(number)).quantize(_QUANTUM, rounding=ROUND_HALF_UP)
     if rounded == rounded.to_integral_value():
         return int(rounded)
     return float(rounded)
 
 
-def normalize(obj: Any) -> Any:
-    """The canonical form of a JSON-able value (numbers rounded, tuples as lists)."""
+def normalize(obj: Any, where: str = "") -> Any:
+    """The canonical form of a JSON-able value (numbers rounded, tuples as lists).
+
+    A number that cannot be written raises ``NumberError`` naming its dotted path.
+    """
     if isinstance(obj, dict):
-        return {str(k): normalize(v) for k, v in obj.items()}
+        return {str(k): normalize(v, f"{where}.{k}" if where else str(k)) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
-        return [normalize(v) for v in obj]
+        return [normalize(v, f"{where}[{i}]") for i, v in enumerate(obj)]
     if isinstance(obj, bool) or obj is None or isinstance(obj, str):
         return obj
     if isinstance(obj, (int, float)):
-        return round4(obj)
+        try:
+            return round4(obj)
+        except NumberError as exc:
+            raise NumberError(f"{where or 'value'}: {exc}") from None
     raise TypeError(f"not JSON-able: {type(obj).__name__}")
 
 
@@ -53,17 +88,82 @@ def canonical_dumps(obj: Any) -> str:
     return json.dumps(normalize(obj), sort_keys=True, indent=2, ensure_ascii=False) + "\n"
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temp file and a rename: never a half-written file."""
+    """Write ``text`` to ``path`` through a temp file and a rename: never a half-written file.
+
+    The file gets the mode a plain write would give it: an existing file keeps its mode, a new
+    one gets 0666 less the umask (0644 usually) — not the temp file's private 0600.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        mode = stat.S_IMODE(path.stat().st_mode)
+    except OSError:
+        mode = 0o666 & ~_umask()
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
             handle.write(text)
+        os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def check_numbers(obj: Any, label: str, where: str = "") -> None:
+    """Every number in a JSON value finite and below ``MAX_MAGNITUDE``, else a ``GateError``
+    naming the file and the field (iterative: depth is checked separately)."""
+    stack: list[tuple[Any, str]] = [(obj, where)]
+    while stack:
+        value, path = stack.pop()
+        if isinstance(value, dict):
+            stack += [(v, f"{path}.{k}" if path else str(k)) for k, v in value.items()]
+        elif isinstance(value, list):
+            stack += [(v, f"{path}[{i}]") for i, v in enumerate(value)]
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            try:
+                round4(value)
+            except NumberError as exc:
+                raise NumberError(f"{label}: {path or '(top level)'}: {exc}") from None
+
+
+def _check_depth(obj: Any, label: str) -> None:
+    stack: list[tuple[Any, int]] = [(obj, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise GateError(f"{label}: JSON nested deeper than {MAX_DEPTH} levels")
+        if isinstance(value, dict):
+            stack += [(v, depth + 1) for v in value.values()]
+        elif isinstance(value, list):
+            stack += [(v, depth + 1) for v in value]
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def load_json(data: bytes | str, label: str) -> Any:
+    """Parse JSON from a file we did not write: one ``GateError`` line for every way it can be
+    wrong (syntax, encoding, NaN/Infinity, nesting too deep, a number too long to read)."""
+    try:
+        value = json.loads(data, parse_constant=_no_constant)
+    except json.JSONDecodeError as exc:
+        raise GateError(f"{label}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") from exc
+    except UnicodeDecodeError as exc:
+        raise GateError(f"{label}: not UTF-8 text ({exc.reason})") from exc
+    except RecursionError as exc:
+        raise GateError(f"{label}: JSON nested too deeply") from exc
+    except ValueError as exc:
+        raise GateError(f"{label}: invalid JSON: {str(exc).splitlines()[0]}") from exc
+    _check_depth(value, label)
+    return value
 
 
 class _Strict(BaseModel):
@@ -83,6 +183,14 @@ class Cell(_Strict):
     def _sorted_unique(cls, value: list[str]) -> list[str]:
         return sorted(set(value))
 
+    @field_validator("metrics")
+    @classmethod
+    def _finite(cls, value: dict[str, float]) -> dict[str, float]:
+        for name, number in value.items():
+            if not math.isfinite(number) or abs(number) >= MAX_MAGNITUDE:
+                raise ValueError(f"{name}: {number!r} is not a finite number below 1e15")
+        return value
+
 
 class Justification(_Strict):
     """Why a maintainer accepted breaches; ``breaches`` lists their keys."""
@@ -99,6 +207,8 @@ class Baseline(_Strict):
     config: dict[str, Any]
     cells: dict[str, Cell]
     digests: dict[str, dict[str, str]] = Field(default_factory=dict)
+    # suite -> corpus item id -> content digest (distractors too): rule 7's corpus-removed
+    corpus: dict[str, dict[str, str]] = Field(default_factory=dict)
     justification: Justification | None = None
 
     def comparable(self) -> dict[str, Any]:
@@ -130,6 +240,13 @@ class Results(Baseline):
     receipt: Receipt
     items: dict[str, dict[str, dict[str, Any]]]
 
+    @model_validator(mode="after")
+    def _writable(self) -> Results:
+        # A run's own numbers (an adapter's scores) must fit the file before anything is decided:
+        # NumberError is not a ValueError, so it leaves pydantic as it is, naming the field.
+        check_numbers(self.items, "results", "items")
+        return self
+
     def to_baseline(self, justification: Justification | None = None) -> Baseline:
         return Baseline(
             schema_version=self.schema_version,
@@ -137,6 +254,7 @@ class Results(Baseline):
             config=self.config,
             cells=self.cells,
             digests=self.digests,
+            corpus=self.corpus,
             justification=justification,
         )
 
@@ -153,15 +271,6 @@ def dumps_baseline(baseline: Baseline) -> str:
 
 def dumps_results(results: Results) -> str:
     return canonical_dumps(results.model_dump(mode="json", exclude_none=True))
-
-
-def _load_json(data: bytes | str, label: str) -> Any:
-    try:
-        return json.loads(data)
-    except json.JSONDecodeError as exc:
-        raise GateError(f"{label}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") from exc
-    except UnicodeDecodeError as exc:
-        raise GateError(f"{label}: not UTF-8 text ({exc.reason})") from exc
 
 
 def validation_message(label: str, exc: ValidationError) -> str:
@@ -186,13 +295,14 @@ class UnknownSchemaVersion(GateError):
 
 def parse_baseline(data: bytes | str, label: str) -> Baseline:
     """Read and validate a baseline; ``label`` names the file (or ``sha:path``) in errors."""
-    raw = _load_json(data, label)
+    raw = load_json(data, label)
     if not isinstance(raw, dict):
         raise GateError(f"{label}: expected a JSON object")
     if "schema_version" not in raw:
         raise GateError(f"{label}: schema_version: Field required")
     if type(raw["schema_version"]) is not int or raw["schema_version"] != SCHEMA_VERSION:
         raise UnknownSchemaVersion(label, raw["schema_version"])
+    check_numbers(raw, label)
     try:
         return Baseline.model_validate(raw)
     except ValidationError as exc:
@@ -201,12 +311,13 @@ def parse_baseline(data: bytes | str, label: str) -> Baseline:
 
 def parse_results(data: bytes | str, label: str) -> Results:
     """Read and validate a results file."""
-    raw = _load_json(data, label)
+    raw = load_json(data, label)
     if not isinstance(raw, dict):
         raise GateError(f"{label}: expected a JSON object")
     if "schema_version" in raw and (type(raw["schema_version"]) is not int
                                     or raw["schema_version"] != SCHEMA_VERSION):
         raise UnknownSchemaVersion(label, raw["schema_version"])
+    check_numbers(raw, label)
     try:
         return Results.model_validate(raw)
     except ValidationError as exc:

@@ -142,6 +142,7 @@ def run(config: Config, progress: Progress | None = None,
         config=config.record(),
         cells=cells,
         digests=digests,
+        corpus={name: fixtures.corpus for name, fixtures in loaded.items()},
         receipt={
             "tool_version": __version__,
             "git_sha": _git_sha(config),

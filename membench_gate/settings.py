@@ -9,7 +9,6 @@ wrote.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -18,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from membench_gate.errors import GateError
+from membench_gate.results import load_json
 
 COMMENT_MODES = ("update", "recreate", "off")
 _TRUE = {"true", "1", "yes", "on"}
@@ -69,9 +69,11 @@ class Context:
         if self.event_path is None:
             return {}
         try:
-            data = json.loads(self.event_path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise GateError(f"{self.event_path}: cannot read the event payload: {exc}") from exc
+            raw = self.event_path.read_bytes()
+        except OSError as exc:
+            raise GateError(f"{self.event_path}: cannot read the event payload: "
+                            f"{exc.strerror}") from exc
+        data = load_json(raw, f"{self.event_path}: event payload")
         if not isinstance(data, dict):
             raise GateError(f"{self.event_path}: the event payload is not a JSON object")
         return data

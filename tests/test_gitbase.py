@@ -383,7 +383,7 @@ def test_malformed_event_payload_is_a_gate_error_naming_the_file(
     event = tmp_path / "event.json"
     event.write_text('{"pull_request": ', encoding="utf-8")
 
-    with pytest.raises(GateError, match=re.escape(f"event payload {event} is not valid JSON")):
+    with pytest.raises(GateError, match=re.escape(f"event payload {event}:1:18: invalid JSON")):
         resolve_base(repo, env=github_env("pull_request", event, upstream.merge))
     with pytest.raises(
         GateError, match=re.escape(f"cannot read GitHub event payload {tmp_path / 'gone.json'}: ")

@@ -184,7 +184,7 @@ def test_adapter_module_that_raises_on_import(tmp_path: Path) -> None:
     out.write_text("previous results\n", encoding="utf-8")
     proc = run_cli("run", "--config", config, "--out", out)
     assert_error(proc, "crashing_adapter", "needs the vector-store extension")
-    assert out.read_text(encoding="utf-8") == "previous results\n"  # untouched
+    assert not out.exists()  # never stale: an earlier run's file is not left to be gated
 
 
 def test_adapter_factory_that_raises(tmp_path: Path) -> None:
