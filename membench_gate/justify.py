@@ -1,16 +1,32 @@
 """The justification checks of rule 8: a blessed regression must be explained, specifically.
 
-A justification passes when its text is at least 40 characters and 6 words, is not a placeholder
-("n/a", "todo", "update baseline", … matched fuzzily), names every breached metric or its cell
-(fuzzy), and is not a near-copy of the base baseline's justification.
+A justification passes when its text is at least 40 characters; is not a placeholder ("n/a",
+"todo", "update baseline", … matched fuzzily); has at least 6 distinct words besides the metric,
+cell and item names it mentions; names every breached metric or its cell (fuzzy); and is not a
+near-copy of the base baseline's justification.
+
+The checks are meant to be hard to game. Text is compared after Unicode NFKC, with marks and
+invisible characters dropped and confusable letters folded to the Latin letter they imitate
+(``uрdate bаseline`` with a Cyrillic р and а is still "update baseline"); names and repeated
+words do not count as words; a copy of the base's text with names swapped or more text appended
+is still a near-copy.
+
+Confusables are folded with the small table below rather than a dependency: the maintained
+libraries detect mixed scripts but do not map to a skeleton, TR39's full table is mostly
+irrelevant to English prose, and the letters that pass for Latin ones are few. The table is the
+lowercase and uppercase Latin look-alikes of Unicode's confusables.txt (Cyrillic, Greek,
+Armenian and a few IPA letters); NFKC already folds fullwidth and mathematical letters.
 """
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from rapidfuzz import fuzz
+
+from membench_gate import metrics
 
 MIN_CHARS = 40
 MIN_WORDS = 6
@@ -24,10 +40,37 @@ PLACEHOLDERS = (
 _PLACEHOLDER_RATIO = 85
 _MENTION_RATIO = 90
 _COPY_RATIO = 90
+_COPY_MIN_CHARS = 20  # below this, "contains the base's text" says nothing
+
+# Look-alike -> the Latin letter it imitates (pairs: look-alike, Latin).
+_FOLD_PAIRS = (
+    "аaɑaαa⍺aАAΑAвBВBΒBьbЬbƄbϲcсcᴄcСCϹCԁdԀDеeҽe℮eЕEΕEɡgցgһhհhНHΗHіiıiιiɩiІIΙIӀI"
+    "јjϳjЈJκkкkΚKКKӏlⅼlΜMМMոnпnηnΝNоoοoօoᴏoОOΟOՕOрpρp⍴pРPΡPԛqգqгrᴦrѕsʂsЅSτtТTΤT"
+    "υuսuʋuνvѵvԝwѡwхxχx×xХXΧXуyγyүyУYΥYᴢzΖZ"
+)
+_FOLD = {ord(_FOLD_PAIRS[i]): _FOLD_PAIRS[i + 1] for i in range(0, len(_FOLD_PAIRS), 2)}
+
+
+def fold(text: str) -> str:
+    """Text as a reader sees it: NFKC, no marks or invisible characters, confusables folded to
+    Latin, case folded."""
+    text = unicodedata.normalize("NFD", unicodedata.normalize("NFKC", text))
+    text = "".join(c for c in text if unicodedata.category(c) not in ("Mn", "Me", "Cf"))
+    return text.translate(_FOLD).casefold().translate(_FOLD)
 
 
 def _norm(text: str) -> str:
-    return " ".join("".join(c if c.isalnum() else " " for c in text.lower()).split())
+    return " ".join("".join(c if c.isalnum() else " " for c in fold(text)).split())
+
+
+def _name_words(breach_keys: Iterable[str]) -> set[str]:
+    """Words that are names — of the breaches, and of every metric and cell — not reasons."""
+    names = [*breach_keys, *metrics.REGISTRY, *metrics.CELLS]
+    return {word for name in names for word in _norm(name).split()}
+
+
+def _without(text: str, names: set[str]) -> str:
+    return " ".join(w for w in _norm(text).split() if w not in names)
 
 
 @dataclass(frozen=True)
@@ -57,17 +100,29 @@ def mentions(text: str, needle: str) -> bool:
     return fuzz.partial_ratio(needle_n, text_n) >= _MENTION_RATIO
 
 
-def is_placeholder(text: str) -> bool:
-    normalized = _norm(text)
+def is_placeholder(text: str, names: set[str] | None = None) -> bool:
+    """Does ``text`` say nothing but a stock phrase (names of metrics and cells set aside)?"""
+    normalized = _without(text, names or set())
     if len(set(normalized.split())) <= 3:
         return True
     # Padding a placeholder with repetitions ("update baseline update baseline …") stays one.
-    stripped = normalized
+    stripped = f" {normalized} "
     for phrase in sorted(PLACEHOLDERS, key=len, reverse=True):
-        stripped = stripped.replace(_norm(phrase), " ")
+        stripped = stripped.replace(f" {_norm(phrase)} ", " ")
     if len(set(stripped.split())) < 3:
         return True
     return any(fuzz.ratio(normalized, _norm(p)) >= _PLACEHOLDER_RATIO for p in PLACEHOLDERS)
+
+
+def is_near_copy(text: str, base_text: str, names: set[str]) -> bool:
+    """Is ``text`` the base's justification again — names swapped, text appended or cut?"""
+    mine, theirs = _without(text, names), _without(base_text, names)
+    if not mine or not theirs:
+        return False
+    if fuzz.ratio(mine, theirs) >= _COPY_RATIO:
+        return True
+    shorter = min(len(mine), len(theirs))
+    return shorter >= _COPY_MIN_CHARS and fuzz.partial_ratio(mine, theirs) >= _COPY_RATIO
 
 
 def check_justification(text: str | None, breach_keys: Iterable[str],
@@ -75,16 +130,19 @@ def check_justification(text: str | None, breach_keys: Iterable[str],
     """Run the rule-8 text checks in order and name the first that fails."""
     if text is None or not text.strip():
         return JustificationCheck(False, "no justification")
+    keys = sorted(set(breach_keys))
+    names = _name_words(keys)
     stripped = " ".join(text.split())
     if len(stripped) < MIN_CHARS:
         return JustificationCheck(False, f"too short: {len(stripped)} characters, need {MIN_CHARS}")
-    words = len(stripped.split())
-    if words < MIN_WORDS:
-        return JustificationCheck(False, f"too short: {words} words, need {MIN_WORDS}")
-    if is_placeholder(stripped):
+    if is_placeholder(stripped, names):
         return JustificationCheck(False, "reads like a placeholder, not a reason")
+    words = len(set(_without(stripped, names).split()))
+    if words < MIN_WORDS:
+        return JustificationCheck(False, f"too short: {words} distinct words besides metric, "
+                                         f"cell and item names, need {MIN_WORDS}")
     missing = []
-    for key in sorted(set(breach_keys)):
+    for key in keys:
         cell, what = breach_subject(key)
         if not (mentions(stripped, cell) or (what is not None and mentions(stripped, what))):
             missing.append(key)
@@ -93,6 +151,6 @@ def check_justification(text: str | None, breach_keys: Iterable[str],
         cell, what = breach_subject(missing[0])
         named = f"{what!r} or its cell {cell!r}" if what else f"the cell {cell!r}"
         return JustificationCheck(False, f"does not name {named}{more}")
-    if base_text and fuzz.ratio(_norm(stripped), _norm(base_text)) >= _COPY_RATIO:
+    if base_text and is_near_copy(stripped, base_text, names):
         return JustificationCheck(False, "is a near-copy of the base baseline's justification")
     return JustificationCheck(True)
