@@ -71,7 +71,7 @@ def gate(cwd: Path, *args: str, ci: bool = False, env: Mapping[str, str] | None 
          **popen: Any) -> subprocess.CompletedProcess[str]:
     """``python -m membench_gate ARGS`` in ``cwd``; ``ci`` sets CI and GITHUB_ACTIONS."""
     extra = {**(CI_ENV if ci else {}), **(env or {})}
-    options: dict[str, Any] = {"capture_output": True} if not popen else popen
+    options: dict[str, Any] = popen or {"capture_output": True}
     return subprocess.run([sys.executable, "-m", "membench_gate", *args], cwd=cwd,
                           env=cli_env(extra), text=True, check=False, timeout=300, **options)
 
@@ -118,7 +118,7 @@ class Check:
         assert text is not None, "no verdict file"
         return json.loads(text)
 
-    def keys(self) -> list[str]:
+    def breach_keys(self) -> list[str]:
         return sorted(b["key"] for b in self.verdict["breaches"])
 
     def assert_error(self, *needles: str, code: int = 4) -> None:

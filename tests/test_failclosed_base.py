@@ -66,7 +66,7 @@ def test_moving_the_baseline_is_a_breach_compared_at_the_base_path(work: Path) -
     result = check(work, ci=True)
     assert result.code == 0, result.stderr
     assert result.verdict["mode"] == "same-hash"  # compared, never a bootstrap
-    assert result.verdict["blessed"] is True and "gate:baseline-moved" in result.keys()
+    assert result.verdict["blessed"] is True and "gate:baseline-moved" in result.breach_keys()
     moved_breach = next(b for b in result.verdict["breaches"] if b["kind"] == "baseline-moved")
     assert (moved_breach["base"], moved_breach["head"]) == ("baselines/main.json",
                                                              "bench/new.json")
@@ -81,7 +81,7 @@ def test_moved_baseline_without_justification_is_a_regression(work: Path) -> Non
         extra='[gate]\nbaseline = "bench/main.json"\n' + FLOOR)})
     result = check(work, ci=True)
     assert result.code == 1, result.stderr
-    assert result.keys() == ["gate:baseline-moved"]
+    assert result.breach_keys() == ["gate:baseline-moved"]
     assert result.verdict["justification_check"]["status"] == "missing"
 
 
@@ -170,7 +170,7 @@ def test_single_branch_depth_one_clone_asks_the_remote_for_its_default_branch(
     assert result.verdict["base"]["how"] == "remote-default-branch"
     assert result.verdict["base"]["ref"] == "origin/main"
     assert result.verdict["base"]["sha"] == git(ci, "rev-parse", "origin/main")
-    assert any(k.startswith("abstention/default") for k in result.keys())
+    assert any(k.startswith("abstention/default") for k in result.breach_keys())
 
 
 def test_no_base_in_ci_is_an_error_naming_what_was_tried(origin: Path, tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ commit, and the mode of the files the gate writes.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import stat
@@ -63,10 +64,8 @@ def test_exit_code_survives_a_closed_stdout_and_stderr(work: Path) -> None:
             os.close(write_out)
             os.close(write_err)
             for fd in (read_out, read_err):
-                try:
+                with contextlib.suppress(OSError):
                     os.close(fd)
-                except OSError:
-                    pass
         assert done.returncode == 1, closed  # never 0, never 120 from a failed flush
         assert json.loads(out.read_text())["verdict"] == "regression"
 
