@@ -238,15 +238,15 @@ def _from_event(r: git.Repo, head: str, event: _Event, github_sha: str | None) -
         parents = [p.hexsha for p in r.commit(head).parents]
         if len(parents) == 2 and github_sha in (None, head):
             return BaseCommit(_ensure_commit(r, parents[0]), "HEAD^1", "merge-commit-parent")
-        if event.payload:
+        if event.path:  # a payload was given: it must say where the base is, even if empty
             sha = _ensure_commit(r, event.sha("pull_request.base.sha"))
             ref = event.text("pull_request.base.ref") or "pull_request.base.sha"
             return BaseCommit(sha, ref, "event-base-sha")
-    elif event.name == "merge_group" and event.payload:
+    elif event.name == "merge_group" and event.path:
         sha = _ensure_commit(r, event.sha("merge_group.base_sha"))
         ref = event.text("merge_group.base_ref") or "merge_group.base_sha"
         return BaseCommit(sha, ref, "event-base-sha")
-    elif event.name == "push" and event.payload:
+    elif event.name == "push" and event.path:
         return _from_push(r, head, event)
     return None
 
