@@ -125,8 +125,10 @@ class Check:
         """Exit ``code`` with one line naming every needle, and every output replaced by the
         error verdict: nothing stale left, no traceback."""
         assert self.code == code, (self.code, self.stdout, self.stderr)
-        lines = self.stderr.strip().splitlines()
+        # Progress lines may come first; the failure itself is one line, the last.
+        lines = [line for line in self.stderr.strip().splitlines() if "error" in line]
         assert len(lines) == 1 and "Traceback" not in self.stderr, self.stderr
+        assert self.stderr.strip().splitlines()[-1] == lines[0], self.stderr
         for needle in needles:
             assert needle in lines[0], (needle, lines[0])
         name = "inconclusive" if code == 3 else "error"
