@@ -101,14 +101,17 @@ def _base_gate(text: str, label: str) -> tuple[str | None, dict[str, float]]:
     return baseline, parse_floors(data.get("floors", {}), label)
 
 
-def read_base(config: Config, config_arg: Path, base_ref: str | None, ci: bool) -> BaseSide:
+def read_base(config: Config, base_ref: str | None, ci: bool = False,
+              config_arg: Path | None = None) -> BaseSide:
     """Resolve the base commit and read its config, baseline and floors — never the PR's.
 
-    Raises ``GateError`` in CI when no base commit can be found (with what was tried), and for
-    a base whose config or baseline cannot be read.
+    ``config_arg`` is the config path as the user gave it (``--config``); it defaults to the
+    config's own path. Raises ``GateError`` in CI when no base commit can be found (with what
+    was tried), and for a base whose config or baseline cannot be read.
     """
     from membench_gate import gitbase
 
+    config_arg = config.path if config_arg is None else config_arg
     root = gitbase.repo_root(Path(os.path.abspath(config_arg)).parent)
     config_rel = config_relpath(root, config_arg)
     head_baseline = beside(config_rel, config.baseline, "gate.baseline")

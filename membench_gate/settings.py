@@ -73,7 +73,10 @@ class Context:
         except OSError as exc:
             raise GateError(f"{self.event_path}: cannot read the event payload: "
                             f"{exc.strerror}") from exc
-        data = load_json(raw, f"{self.event_path}: event payload")
+        try:
+            data = load_json(raw, "JSON")
+        except GateError as exc:
+            raise GateError(f"{self.event_path}: cannot read the event payload: {exc}") from exc
         if not isinstance(data, dict):
             raise GateError(f"{self.event_path}: the event payload is not a JSON object")
         return data
