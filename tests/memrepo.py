@@ -125,10 +125,13 @@ class Check:
         """Exit ``code`` with one line naming every needle, and every output replaced by the
         error verdict: nothing stale left, no traceback."""
         assert self.code == code, (self.code, self.stdout, self.stderr)
-        # Progress lines may come first; the failure itself is one line, the last.
-        lines = [line for line in self.stderr.strip().splitlines() if "error" in line]
+        # Progress lines may come before it and an adapter's last stderr lines (indented) after
+        # it; the failure itself is one line.
+        every = self.stderr.strip().splitlines()
+        lines = [line for line in every if line.startswith("membench-gate: error: ")]
         assert len(lines) == 1 and "Traceback" not in self.stderr, self.stderr
-        assert self.stderr.strip().splitlines()[-1] == lines[0], self.stderr
+        assert all(line.startswith("  ") for line in every[every.index(lines[0]) + 1:]), \
+            self.stderr
         for needle in needles:
             assert needle in lines[0], (needle, lines[0])
         name = "inconclusive" if code == 3 else "error"
