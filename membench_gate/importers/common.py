@@ -45,14 +45,18 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
-def read_json(path: Path, expected: str) -> Any:
-    """Parse a JSON source file; any failure names the file and the format expected."""
+def _read_text(path: Path) -> str:
     try:
-        text = path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8")
     except FileNotFoundError as exc:
         raise SourceError(f"{path}: file not found") from exc
     except (OSError, UnicodeDecodeError) as exc:
         raise SourceError(f"{path}: cannot read: {exc}") from exc
+
+
+def read_json(path: Path, expected: str) -> Any:
+    """Parse a JSON source file; any failure names the file and the format expected."""
+    text = _read_text(path)
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
@@ -62,12 +66,7 @@ def read_json(path: Path, expected: str) -> Any:
 
 def read_jsonl(path: Path, expected: str) -> list[tuple[int, Any]]:
     """(line number, parsed object) for every non-blank line of a JSON Lines file."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError as exc:
-        raise SourceError(f"{path}: file not found") from exc
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SourceError(f"{path}: cannot read: {exc}") from exc
+    text = _read_text(path)
     rows = []
     for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():
