@@ -190,8 +190,11 @@ def serve(target: str, requests: BinaryIO, responses: BinaryIO) -> int:
     return 0
 
 
+_encode = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode
+
+
 def _send(stream: BinaryIO, message: dict[str, Any]) -> None:
-    stream.write(json.dumps(message, ensure_ascii=False, allow_nan=False).encode("utf-8") + b"\n")
+    stream.write(_encode(message).encode("utf-8") + b"\n")
     stream.flush()
 
 

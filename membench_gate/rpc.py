@@ -78,6 +78,11 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
+# Built once: ``json.dumps``/``json.loads`` with options build a new coder on every call.
+_encode = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode
+_decode = json.JSONDecoder(parse_constant=_reject_constant).decode
+
+
 @dataclass
 class _Where:
     """Which call, for which suite and item: every adapter error names them."""
@@ -207,8 +212,8 @@ class AdapterProcess:
             raise GateError(f"{where}: the adapter process has already stopped")
         self._next_id += 1
         try:
-            payload = json.dumps({"jsonrpc": "2.0", "id": self._next_id, "method": where.method,
-                                  "params": params}, ensure_ascii=False, allow_nan=False)
+            payload = _encode({"jsonrpc": "2.0", "id": self._next_id, "method": where.method,
+                               "params": params})
         except ValueError as exc:
             raise GateError(f"{where}: the request cannot be encoded as JSON ({exc})") from exc
         data = (payload + "\n").encode("utf-8")
@@ -255,7 +260,7 @@ class AdapterProcess:
             raise self._fail(where, f"an incomplete line on stdout (no newline before the end of "
                              f"output): {_excerpt(line)}")
         try:
-            message = json.loads(line.decode("utf-8"), parse_constant=_reject_constant)
+            message = _decode(line.decode("utf-8"))
         except (ValueError, RecursionError):
             raise self._fail(where, f"a line on stdout that is not JSON: {_excerpt(line)} "
                              "(stdout is for the protocol only; log to stderr)") from None
