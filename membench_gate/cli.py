@@ -180,17 +180,18 @@ def cmd_run(args: argparse.Namespace) -> int:
             from membench_gate.summary import run_summary
 
             results = run(config, progress_reporter(), launched=launched, shard=shard)
+            if args.out:
+                write_atomic(args.out, dumps_results(results))
+            summary = run_summary(results, args.out)
         finally:
-            launched.process.kill()
-        if args.out:
-            write_atomic(args.out, dumps_results(results))
+            launched.process.kill()  # after a shutdown, the adapter exited meanwhile
     except BaseException:
         # No results: an earlier run's file must not stay behind to be gated as this one's
         # (check, which has a verdict to give, writes it over its outputs instead).
         if args.out:
             args.out.unlink(missing_ok=True)
         raise
-    print(run_summary(results, args.out))
+    print(summary)
     return 0
 
 

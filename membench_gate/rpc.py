@@ -109,6 +109,7 @@ class AdapterProcess:
         self._stderr: deque[str] = deque(maxlen=STDERR_LINES)
         self._lines: queue.Queue[bytes | None] = queue.Queue()
         self._dead = False
+        self._exit_by: float | None = None  # set by shutdown: kill waits for the exit until then
         try:
             self.proc = subprocess.Popen(
                 self.argv, cwd=cwd, env=adapter_environment(os.environ if env is None else env),
@@ -285,8 +286,11 @@ class AdapterProcess:
 
     # --- stopping ---
 
-    def shutdown(self) -> None:
-        """``shutdown``, close stdin, give the process 5 s to exit, then kill it."""
+    def shutdown(self, wait: bool = True) -> None:
+        """``shutdown``, close stdin, give the process 5 s to exit, then kill it.
+
+        With ``wait`` false the process exits while the gate goes on (writing its results);
+        :meth:`kill` then waits for what is left of the 5 s before it kills."""
         if self._dead:
             return
         try:
@@ -300,12 +304,17 @@ class AdapterProcess:
                 self.proc.stdin.close()
         except OSError:
             pass
-        with suppress(subprocess.TimeoutExpired):
-            self.proc.wait(timeout=SHUTDOWN_GRACE_S)
-        self.kill()
+        self._dead, self._exit_by = True, time.monotonic() + SHUTDOWN_GRACE_S
+        if wait:
+            self.kill()
 
     def kill(self) -> None:
+        """Stop the process: at once, or after a ``shutdown`` when the grace period ends."""
         self._dead = True
+        if self._exit_by is not None:
+            with suppress(subprocess.TimeoutExpired):
+                self.proc.wait(timeout=max(0.0, self._exit_by - time.monotonic()))
+            self._exit_by = None
         if self.proc.poll() is None:
             try:
                 os.killpg(self.proc.pid, signal.SIGKILL)

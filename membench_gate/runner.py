@@ -133,9 +133,15 @@ def run(config: Config, progress: Progress | None = None,
                                         failed=cell.failed)
                 digests[cell_name] = cell_digests(fixtures, outcome.items[cell_name])
             items.update(outcome.items)
-        process.shutdown()
-    finally:
+        # A caller that launched the adapter reaps it (kill) once its own work is done, so the
+        # adapter's exit overlaps the writing of the results.
+        process.shutdown(wait=launched is None)
+    except BaseException:
         process.kill()
+        raise
+    finally:
+        if launched is None:
+            process.kill()
     return Results(
         schema_version=SCHEMA_VERSION,
         fixtures_hash=digest,

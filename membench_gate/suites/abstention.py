@@ -22,6 +22,7 @@ from membench_gate.adapter import Answer, Query, Record
 from membench_gate.fixtures import Probe, SuiteFixtures
 from membench_gate.metrics import net_metric
 from membench_gate.rpc import SuiteSession
+from membench_gate.seeded import permutation
 from membench_gate.suites import Progress, Records, SuiteRun, hit_list, outcome, ratio
 
 SCORER_VERSION = 2
@@ -32,9 +33,7 @@ DERIVED = frozenset({"abstention/control_floor_off", "abstention/control_shuffle
 def derangement(ids: list[str], seed: int) -> list[str]:
     """A seeded permutation of ``ids`` that moves every one of them (no fixed point), so the
     shuffled control never keeps a fact under its own id, however small the corpus."""
-    import numpy as np  # only a run needs it; gating a results file never does
-
-    order = np.random.default_rng(seed).permutation(len(ids))
+    order = permutation(len(ids), seed)  # numpy's default_rng(seed).permutation, bit for bit
     shuffled = list(ids)
     for position, index in enumerate(order):
         # Each fact takes the id of the next one in a random cycle through all of them.
