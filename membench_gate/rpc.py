@@ -25,7 +25,7 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -209,15 +209,22 @@ class AdapterProcess:
 
     def send(self, where: _Where, params: Mapping[str, Any]) -> int:
         """Write one request (in a thread: a process that stops reading cannot block the gate)."""
-        if self._dead:
-            raise GateError(f"{where}: the adapter process has already stopped")
-        self._next_id += 1
+        return self.send_encoded(where, self.encode(where, params))
+
+    def encode(self, where: _Where, params: Mapping[str, Any]) -> bytes:
+        """The line of the next request (its id is the next one sent)."""
         try:
-            payload = _encode({"jsonrpc": "2.0", "id": self._next_id, "method": where.method,
+            payload = _encode({"jsonrpc": "2.0", "id": self._next_id + 1, "method": where.method,
                                "params": params})
         except ValueError as exc:
             raise GateError(f"{where}: the request cannot be encoded as JSON ({exc})") from exc
-        data = (payload + "\n").encode("utf-8")
+        return (payload + "\n").encode("utf-8")
+
+    def send_encoded(self, where: _Where, data: bytes) -> int:
+        """Write a line built by :meth:`encode` (before any other request is sent)."""
+        if self._dead:
+            raise GateError(f"{where}: the adapter process has already stopped")
+        self._next_id += 1
         self._sent_at = time.monotonic()
         if len(data) <= _PIPE_SAFE_BYTES:
             self._write(data)  # the adapter has read every earlier request: this cannot block
@@ -360,8 +367,25 @@ class AdapterClient:
 
     def call(self, method: str, params: Mapping[str, Any], suite: str | None,
              item: str | None) -> Any:
-        result = self.process.call(method, params, suite, item)
-        self.latencies.setdefault(method, []).append(self.process.last_latency)
+        where = _Where(method, suite, item)
+        return self._receive(self.process.send(where, params), where)
+
+    def call_each(self, method: str, requests: Iterable[Mapping[str, Any]], suite: str | None,
+                  item: str | None) -> None:
+        """Call ``method`` once per params, in order, results unused. Still one request at a
+        time, but each request is built and encoded while the adapter works on the one before."""
+        where, sent = _Where(method, suite, item), None
+        for params in requests:
+            line = self.process.encode(where, params)
+            if sent is not None:
+                self._receive(sent, where)
+            sent = self.process.send_encoded(where, line)
+        if sent is not None:
+            self._receive(sent, where)
+
+    def _receive(self, ident: int, where: _Where) -> Any:
+        result = self.process.receive(ident, where)
+        self.latencies.setdefault(where.method, []).append(self.process.last_latency)
         return result
 
 
@@ -452,9 +476,9 @@ class SuiteSession:
     def ingest(self, records: Sequence[Record], item: str | None = None) -> None:
         """Store ``records``, in order, in batches of :data:`INGEST_BATCH`."""
         records = list(records)
-        for start_at in range(0, len(records), INGEST_BATCH):
-            batch = records[start_at:start_at + INGEST_BATCH]
-            self._call("ingest", {"records": [record_to_wire(r) for r in batch]}, item)
+        self.client.call_each("ingest", (
+            {"records": [record_to_wire(r) for r in records[start_at:start_at + INGEST_BATCH]]}
+            for start_at in range(0, len(records), INGEST_BATCH)), self.suite, item)
         if self.known is None:
             self.known = set()
         self.known.update(r.id for r in records)

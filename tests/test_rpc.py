@@ -13,10 +13,14 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import run_cli
 
+from membench_gate import Query, Record
+from membench_gate.adapter import query_to_wire
+from membench_gate.errors import GateError
 from membench_gate.rpc import adapter_environment
 
 REPO = Path(__file__).resolve().parent.parent
@@ -360,3 +364,59 @@ def test_a_foreign_runners_results_are_checked_against_the_shipped_schema(tmp_pa
     done = run_cli("check", "--results", "foreign.json", "--json", "v.json", cwd=tmp_path)
     assert_error(done, "foreign.json", "gold_total")
     assert json.loads((tmp_path / "v.json").read_text())["verdict"] == "error"
+
+
+
+BATCH_RECORDER = """
+from membench_gate import Answer, Hit
+
+
+class Recorder:
+    \"\"\"Remembers the size of every ingest call; search returns them, then the ids in order.\"\"\"
+
+    def __init__(self, fail_on_batch=0):
+        self.fail_on_batch, self.batches, self.ids = fail_on_batch, [], []
+
+    def reset(self):
+        self.batches, self.ids = [], []
+
+    def ingest(self, records):
+        self.batches.append(len(records))
+        if len(self.batches) == self.fail_on_batch:
+            raise RuntimeError(f"batch {self.fail_on_batch} refused")
+        self.ids += [r.id for r in records]
+
+    def search(self, query):
+        sizes = [Hit(f"batch:{n}:{i}", 1.0) for i, n in enumerate(self.batches)]
+        return Answer(sizes + [Hit(i, 0.5) for i in self.ids], abstain=False)
+"""
+
+
+def _recorder(tmp_path: Path, options: dict) -> Any:
+    from membench_gate import rpc
+
+    (tmp_path / "batchrec.py").write_text(BATCH_RECORDER)
+    return rpc.start(rpc.adapter_argv(None, "batchrec:Recorder"), tmp_path, options, 30.0)
+
+
+def test_ingest_is_sent_in_ordered_batches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from membench_gate import rpc
+
+    monkeypatch.setattr(rpc, "INGEST_BATCH", 3)
+    with _recorder(tmp_path, {}) as client:
+        client.session("veto").ingest([Record(id=f"r{n}", text=f"note {n}") for n in range(10)])
+        answer = client.process.call("search", {"query": query_to_wire(Query("x", k=20))})
+        assert len(client.latencies["ingest"]) == 4
+    # 10 records in calls of 3, 3, 3 and 1, in their order.
+    assert [h["id"] for h in answer["hits"]] == [
+        "batch:3:0", "batch:3:1", "batch:3:2", "batch:1:3", *(f"r{n}" for n in range(10))]
+
+
+def test_a_failing_batch_stops_the_ingest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from membench_gate import rpc
+
+    monkeypatch.setattr(rpc, "INGEST_BATCH", 3)
+    with pytest.raises(GateError) as failed, _recorder(tmp_path, {"fail_on_batch": 2}) as client:
+        client.session("veto").ingest([Record(id=f"r{n}", text="t") for n in range(10)], "item-7")
+    message = str(failed.value)
+    assert "ingest" in message and "item-7" in message and "batch 2 refused" in message
