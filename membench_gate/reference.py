@@ -63,6 +63,11 @@ def fnv1a_32(data: bytes) -> int:
 # ``\w`` is ``str.isalnum()`` or ``_``: this replaces exactly the characters that are not
 # alphanumeric, one space each, in C rather than a Python loop over every character.
 _NON_ALNUM = re.compile(r"[\W_]")
+# The tokens of the normalised text are its maximal runs of alphanumerics: found in one C-level
+# scan, without building the normalised string and splitting it.
+_TOKEN = re.compile(r"[^\W_]{3,}")
+# Rows embedded per step of a batch, so that the scratch counts of a step stay near 16 MiB.
+_STEP_CELLS = 1 << 21
 
 
 def normalize_text(text: str) -> str:
@@ -71,53 +76,92 @@ def normalize_text(text: str) -> str:
 
 
 def tokenize(text: str) -> list[str]:
-    """Tokens of the embedder: longer than 2 characters."""
-    return [tok for tok in normalize_text(text).split() if len(tok) > 2]
+    """Tokens of the embedder: the words of :func:`normalize_text` longer than 2 characters."""
+    return _TOKEN.findall(text.lower())
 
 
 class HashEmbedder:
-    """Deterministic bag-of-words embedder with two hashed buckets per token."""
+    """Deterministic bag-of-words embedder with two hashed buckets per token.
+
+    Every token seen is hashed once and given a number; its two buckets are a row of a table, so
+    embedding a batch is array indexing and counting, with no Python work per token but a dict
+    lookup.
+    """
 
     def __init__(self, dims: int = 512) -> None:
         if dims < 2:
             raise ValueError("dims must be at least 2")
         self.dims = dims
-        self._buckets: dict[str, tuple[int, int]] = {}
+        self._numbers: dict[str, int] = {}
+        self._table = np.empty((0, 2), dtype=np.intp)  # row n: the two buckets of token n
 
     def buckets(self, token: str) -> tuple[int, int]:
-        cached = self._buckets.get(token)
-        if cached is None:
-            h = fnv1a_32(token.encode("utf-8"))
-            cached = (h % self.dims, (h >> 8) % self.dims)
-            self._buckets[token] = cached
-        return cached
+        number = self.numbers([token])[0]
+        first, second = self._table[number]
+        return int(first), int(second)
+
+    def numbers(self, tokens: Sequence[str]) -> np.ndarray:
+        """The number of each token, hashing the ones never seen before."""
+        known = self._numbers
+        new = [token for token in dict.fromkeys(tokens) if token not in known]
+        if new:
+            hashes = np.array([fnv1a_32(token.encode("utf-8")) for token in new], dtype=np.int64)
+            rows = np.stack([hashes % self.dims, (hashes >> 8) % self.dims], axis=1)
+            self._table = np.concatenate([self._table, rows.astype(np.intp)])
+            known.update(zip(new, range(len(known), len(known) + len(new)), strict=True))
+        return np.fromiter(map(known.__getitem__, tokens), dtype=np.intp, count=len(tokens))
 
     def embed(self, text: str) -> np.ndarray:
-        vec = np.zeros(self.dims, dtype=np.float64)
-        for token in tokenize(text):
-            first, second = self.buckets(token)
-            vec[first] += 1.0
-            vec[second] += 0.5
+        numbers = self.numbers(tokenize(text))  # before reading the table: it may grow
+        buckets = self._table[numbers]
+        # Counts of 1.0 and 0.5 are exact in any order.
+        vec = np.bincount(buckets[:, 0], minlength=self.dims) \
+            + 0.5 * np.bincount(buckets[:, 1], minlength=self.dims)
         norm = float(np.linalg.norm(vec))
         return vec / norm if norm > 0 else vec
 
+    def tokens(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """The token count of each text and the numbers of all their tokens, in order: what
+        :meth:`fill` needs, about 4 bytes a token, far less than the rows it will become."""
+        lengths = np.empty(len(texts), dtype=np.intp)
+        parts = [np.empty(0, dtype=np.int32)]
+        step = 4096  # texts tokenised at a time: their token strings are the bulky part
+        for start in range(0, len(texts), step):
+            found = [_TOKEN.findall(text.lower()) for text in texts[start:start + step]]
+            lengths[start:start + len(found)] = [len(tokens) for tokens in found]
+            parts.append(self.numbers(list(chain.from_iterable(found))).astype(np.int32))
+        return lengths, np.concatenate(parts)
+
+    def fill(self, out: np.ndarray, lengths: np.ndarray, numbers: np.ndarray) -> None:
+        """Write the embeddings of texts given by :meth:`tokens` into ``out`` (``dims × texts``:
+        one text a column, possibly a strided view of a larger matrix).
+
+        Rows are counted with ``np.bincount``: the sums are of 1.0s and 0.5s, exact in any order,
+        and so is each squared norm, so the result is bit for bit that of :meth:`embed`'s rules
+        whatever the order of work.
+        """
+        dims = self.dims
+        step = max(1, _STEP_CELLS // dims)
+        ends = np.cumsum(lengths)
+        for row in range(0, len(lengths), step):
+            count = min(step, len(lengths) - row)
+            first_token = int(ends[row - 1]) if row else 0
+            buckets = self._table[numbers[first_token:int(ends[row + count - 1])]]
+            owner = np.repeat(np.arange(count, dtype=np.intp), lengths[row:row + count])
+            block = out[:, row:row + count]
+            halves = np.bincount(buckets[:, 1] * count + owner, minlength=dims * count)
+            np.multiply(halves.reshape(dims, count), 0.5, out=block)
+            del halves
+            block += np.bincount(buckets[:, 0] * count + owner,
+                                 minlength=dims * count).reshape(dims, count)
+            norms = np.sqrt(np.einsum("ij,ij->j", block, block))
+            np.divide(block, norms, out=block, where=norms > 0)
+
     def embed_many(self, texts: Sequence[str]) -> np.ndarray:
         """One row per text, column-major (ranking reads a query's columns)."""
-        tokens = [tokenize(text) for text in texts]
-        flat = list(chain.from_iterable(tokens))
-        # Each distinct token is hashed once; the per-token work left is a dict lookup in C.
-        index = {token: i for i, token in enumerate(dict.fromkeys(flat))}
-        buckets = np.array([self.buckets(token) for token in index], dtype=np.intp).reshape(-1, 2)
-        ids = np.fromiter(map(index.__getitem__, flat), dtype=np.intp, count=len(flat))
-        rows = np.repeat(np.arange(len(texts), dtype=np.intp),
-                         np.fromiter(map(len, tokens), dtype=np.intp, count=len(tokens)))
-        matrix = np.zeros((len(texts), self.dims), dtype=np.float64, order="F")
-        # 1.0 and 0.5 add exactly in any order: the matrix is the same on every machine.
-        np.add.at(matrix, (rows, buckets[ids, 0]), 1.0)
-        np.add.at(matrix, (rows, buckets[ids, 1]), 0.5)
-        norms = np.sqrt(np.einsum("ij,ij->i", matrix, matrix))[:, None]
-        np.divide(matrix, norms, out=matrix, where=norms > 0)
-        return matrix
+        columns = np.empty((self.dims, len(texts)), dtype=np.float64)
+        self.fill(columns, *self.tokens(texts))
+        return columns.T
 
 
 def _days(moment: datetime | None) -> float:
@@ -136,6 +180,19 @@ def _meta(record: Record, key: str) -> object:
 def _rejected(record: Record) -> list[str]:
     options = _meta(record, "rejected")
     return [o for o in options if isinstance(o, str)] if isinstance(options, list) else []
+
+
+def _kth_largest_bound(values: np.ndarray, k: int, width: int = 64) -> float:
+    """A lower bound of the k-th largest of ``values``: the k-th largest of the maxima of blocks
+    of ``width`` (k blocks hold a value at least that large). -inf when there are fewer blocks
+    than k. Reading the array once in C, it spares a partition of the whole array per query."""
+    whole = len(values) // width * width
+    maxima = values[:whole].reshape(-1, width).max(axis=1)
+    if whole < len(values):
+        maxima = np.append(maxima, values[whole:].max())
+    if len(maxima) < k:
+        return -np.inf
+    return float(np.partition(maxima, len(maxima) - k)[len(maxima) - k])
 
 
 class ReferenceMemory:
@@ -158,15 +215,20 @@ class ReferenceMemory:
     def reset(self) -> None:
         self._records: list[Record] = []
         self._matrix = np.zeros((0, self.embedder.dims), dtype=np.float64, order="F")
-        self._pending: list[np.ndarray] = []  # embedded rows not yet in the matrix
-        self._ids = np.array([], dtype=object)
-        self._sources = np.array([], dtype=object)
+        # Batches not yet in the matrix, as token numbers (see HashEmbedder.tokens), and rows to
+        # embed from another text than the stored one (lifecycle re-indexing).
+        self._pending: list[tuple[np.ndarray, np.ndarray]] = []
+        self._reindex: dict[int, str] = {}
+        self._source_codes: dict[str, int] = {}
+        self._sources = np.array([], dtype=np.int32)
         self._created = np.array([], dtype=np.float64)
         self._static = np.array([], dtype=np.float64)  # relevance and approval terms
         self._file_index: dict[str, list[int]] = {}
-        self._file_counts: dict[str, int] = {}
         self._demotion = np.array([], dtype=np.float64)
         self._lifecycle = False
+        # Relevance values so large or non-finite that a composite may overflow: ranking then
+        # scores every record of the source (see search).
+        self._extreme = False
 
     def ingest(self, records: Sequence[Record]) -> None:
         self._store(records, [r.text for r in records])
@@ -177,15 +239,17 @@ class ReferenceMemory:
             return
         start = len(self._records)
         self._records.extend(records)
-        # Column-major: a query touches only the buckets of its own tokens, so ranking reads those
-        # columns of the stored matrix and nothing else.
-        # The gate sends a corpus in batches: rows wait here and join the matrix once, at the next
-        # search, so ingesting n records costs O(n), not a copy of the matrix per batch.
-        self._pending.append(self.embedder.embed_many(texts))
-        self._ids = np.concatenate([self._ids, np.array([r.id for r in records], dtype=object)])
-        self._sources = np.concatenate(
-            [self._sources, np.array([r.source for r in records], dtype=object)]
-        )
+        # The gate sends a corpus in batches: a batch is kept as token numbers (a few bytes a
+        # token) and all join the matrix at the next search, each row written once, so ingesting
+        # n records costs O(n) and no more memory than the matrix and those numbers.
+        self._pending.append(self.embedder.tokens(texts))
+        codes = self._source_codes
+        for record in records:
+            codes.setdefault(record.source, len(codes))
+        self._sources = np.concatenate([
+            self._sources,
+            np.fromiter((codes[r.source] for r in records), dtype=np.int32, count=len(records)),
+        ])
         self._created = np.concatenate(
             [self._created, np.array([_days(r.created_at) for r in records])]
         )
@@ -195,6 +259,7 @@ class ReferenceMemory:
             for r in records
         ])
         self._static = np.concatenate([self._static, static])
+        self._extreme = self._extreme or not bool(np.all(np.abs(static) < 1e300))
         for offset, record in enumerate(records):
             for path in set(record.files):
                 self._file_index.setdefault(path, []).append(start + offset)
@@ -210,7 +275,6 @@ class ReferenceMemory:
         Recomputed from the records' own texts after every ingest, so the order in which a
         decision and its replacement arrive does not matter.
         """
-        self._settle()  # a replacement's row may be among the pending ones
         position = {r.id: i for i, r in enumerate(self._records)}
         replaced: dict[str, list[int]] = {}
         for i, record in enumerate(self._records):
@@ -237,71 +301,92 @@ class ReferenceMemory:
                     if nxt not in seen:
                         seen.add(nxt)
                         queue.append(nxt)
-            text = " ".join([current.text, *carried])
-            self._matrix[target, :] = self.embedder.embed(text)
+            self._reindex[target] = " ".join([current.text, *carried])
 
     # -- search ----------------------------------------------------------------------------------
 
     def _settle(self) -> None:
-        """Move pending rows into one column-major matrix (each row copied once)."""
-        if not self._pending:
-            return
-        blocks = [self._matrix, *self._pending] if len(self._matrix) else self._pending
-        if len(blocks) == 1:
-            self._matrix = blocks[0]
-        else:
-            matrix = np.empty((sum(len(b) for b in blocks), self.embedder.dims),
-                              dtype=np.float64, order="F")
-            row = 0
-            for block in blocks:
-                matrix[row:row + len(block)] = block
-                row += len(block)
-            self._matrix = matrix
-        self._pending = []
+        """Build the matrix: earlier rows copied once, pending batches embedded in place."""
+        if self._pending:
+            old = self._matrix
+            # Column-major: a query touches only the buckets of its own tokens, so ranking reads
+            # those columns of the stored matrix and nothing else. ``columns`` is its transpose,
+            # C-ordered: one bucket a row.
+            columns = np.empty((self.embedder.dims, len(self._records)), dtype=np.float64)
+            columns[:, :len(old)] = old.T
+            row = len(old)
+            del old
+            self._matrix = columns.T
+            for lengths, numbers in self._pending:
+                self.embedder.fill(columns[:, row:row + len(lengths)], lengths, numbers)
+                row += len(lengths)
+            self._pending = []
+        for row, text in self._reindex.items():
+            self._matrix[row, :] = self.embedder.embed(text)
+        self._reindex = {}
 
-    def scores(self, query: Query) -> tuple[np.ndarray, np.ndarray]:
-        """Composite scores and cosines of every stored record for ``query`` (-inf: excluded)."""
+    def search(self, query: Query) -> Answer:
+        """Rank the records of the query's source by the composite score, best first.
+
+        Every step that decides a score is the same arithmetic, on the same numbers, as scoring
+        every record in full (``tests/test_reference.py`` holds that straightforward version and
+        compares scores bit for bit): the cosines are one matrix–vector product over the
+        query's columns; the composite, ``0.32·cosine + static − demotion + 0.27·overlap +
+        0.18·recency``, is summed in that order; scores are rounded to 9 decimals to rank, ties
+        kept in insertion order. What is saved is work whose result cannot matter: file overlap
+        is added only where it is not zero, and recency — the last term, between 0 and 0.18 —
+        is computed only for records whose score without it, plus 0.18, can still round to a
+        top-k score (the bound is the k-th largest score without it, see
+        :func:`_kth_largest_bound`).
+        """
+        code = self._source_codes.get(query.source)
+        if not self._records or query.k <= 0 or code is None:
+            return Answer(hits=[], abstain=True)
         self._settle()
         vector = self.embedder.embed(query.text)
         buckets = np.flatnonzero(vector)
         cosine = self._matrix[:, buckets] @ vector[buckets]
-        composite = WEIGHTS["cosine"] * cosine + self._static
+        partial = np.multiply(cosine, WEIGHTS["cosine"])
+        partial += self._static
         if self._lifecycle:
-            composite = composite - self._demotion
+            partial -= self._demotion
         files = set(query.files)
         if files:
-            overlap = np.zeros(len(self._records))
-            for path in files:
-                indices = self._file_index.get(path)
-                if indices:
-                    np.add.at(overlap, indices, 1.0)
-            composite += WEIGHTS["file_overlap"] * np.minimum(1.0, overlap / len(files))
+            touched = [self._file_index[path] for path in files if path in self._file_index]
+            if touched:
+                rows, shared = np.unique(np.fromiter(chain.from_iterable(touched), np.intp),
+                                         return_counts=True)
+                partial[rows] += WEIGHTS["file_overlap"] * np.minimum(1.0, shared / len(files))
+        allowed = self._sources == code if len(self._source_codes) > 1 else None
+        recency_max = WEIGHTS["recency"] if query.as_of is not None else 0.0
+        candidates = None
+        if not self._extreme:
+            ranked = partial if allowed is None else np.where(allowed, partial, -np.inf)
+            bound = _kth_largest_bound(ranked, query.k)
+            if bound > -np.inf:
+                upper = ranked + recency_max if recency_max else ranked
+                candidates = np.flatnonzero(np.round(upper, _RANK_DECIMALS)
+                                            >= np.round(bound, _RANK_DECIMALS))
+        if candidates is None:
+            candidates = np.flatnonzero(allowed) if allowed is not None else np.arange(len(partial))
+        composite = partial[candidates]
         if query.as_of is not None:
-            age = np.clip(_days(query.as_of) - self._created, 0.0, MAX_AGE_DAYS)
+            age = np.clip(_days(query.as_of) - self._created[candidates], 0.0, MAX_AGE_DAYS)
             recency = np.where(np.isnan(age), 0.0, 0.5 ** (age / HALF_LIFE_DAYS))
             composite += WEIGHTS["recency"] * recency
-        composite = np.where(self._sources == query.source, composite, -np.inf)
-        return composite, cosine
-
-    def search(self, query: Query) -> Answer:
-        if not self._records or query.k <= 0:
+        finite = np.isfinite(composite)
+        if not finite.all():
+            candidates, composite = candidates[finite], composite[finite]
+        if candidates.size == 0:
             return Answer(hits=[], abstain=True)
-        composite, cosine = self.scores(query)
-        allowed = np.flatnonzero(np.isfinite(composite))
-        if allowed.size == 0:
-            return Answer(hits=[], abstain=True)
-        rounded = np.round(composite[allowed], _RANK_DECIMALS)
-        k = min(query.k, allowed.size)
-        if k < allowed.size:
-            # Keep every record tied with the k-th best, then order by (score desc, insertion).
-            kth = -np.partition(-rounded, k - 1)[k - 1]
-            keep = np.flatnonzero(rounded >= kth)
-        else:
-            keep = np.arange(allowed.size)
-        order = keep[np.lexsort((allowed[keep], -rounded[keep]))][:k]
-        top = allowed[order]
-        hits = [self._hit(int(i), float(composite[i])) for i in top]
-        abstain = bool(cosine[top[0]] < self.tau)
+        rounded = np.round(composite, _RANK_DECIMALS)
+        k = min(query.k, candidates.size)
+        # Keep every record tied with the k-th best, then order by (score desc, insertion).
+        kth = -np.partition(-rounded, k - 1)[k - 1]
+        keep = np.flatnonzero(rounded >= kth)
+        order = keep[np.lexsort((candidates[keep], -rounded[keep]))][:k]
+        hits = [self._hit(int(candidates[j]), float(composite[j])) for j in order]
+        abstain = bool(cosine[candidates[order[0]]] < self.tau)
         return Answer(hits=hits, abstain=abstain)
 
     def _hit(self, index: int, score: float) -> Hit:

@@ -2,15 +2,24 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import re
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from membench_gate import Answer, Query, Record
-from membench_gate.reference import HashEmbedder, ReferenceMemory, fnv1a_32, normalize_text
+from membench_gate.reference import (
+    HashEmbedder,
+    ReferenceMemory,
+    fnv1a_32,
+    normalize_text,
+    tokenize,
+)
 
 DIMS = 64
 
@@ -288,3 +297,142 @@ def test_normalize_text_is_the_spec_over_all_of_unicode() -> None:
     # The embedder's spec: every character that is not alphanumeric becomes one space.
     text = "".join(chr(i) for i in range(0x30000) if not 0xD800 <= i < 0xE000)
     assert normalize_text(text) == "".join(ch if ch.isalnum() else " " for ch in text.lower())
+
+
+# -- the optimised ranking against a straightforward one -----------------------------------------
+#
+# ``search`` skips work whose result cannot matter (file overlap where it is zero, recency for
+# records that cannot reach the top k). This is the whole computation done plainly, record by
+# record and term by term in the documented order, so that every score can be compared bit for bit.
+
+
+@functools.cache
+def spec_row(text: str, dims: int) -> np.ndarray:
+    """A stored row, by the spec: counts of 1.0 and 0.5 per bucket, divided by its L2 norm."""
+    counts = [0.0] * dims
+    for token in normalize_text(text).split():
+        if len(token) > 2:
+            h = my_fnv(token.encode("utf-8"))
+            counts[h % dims] += 1.0
+            counts[(h >> 8) % dims] += 0.5
+    norm = math.sqrt(sum(c * c for c in counts))  # exact: sums of multiples of 0.25
+    return np.array([c / norm if norm else 0.0 for c in counts])
+
+
+def days(moment: datetime | None) -> float:
+    return float("nan") if moment is None else \
+        (moment - datetime(1970, 1, 1, tzinfo=timezone.utc)).total_seconds() / 86400.0
+
+
+def straightforward_search(records: list[Record], query: Query, dims: int,
+                           tau: float) -> tuple[list[tuple[str, float]], bool]:
+    matrix = np.asfortranarray(np.array([spec_row(r.text, dims) for r in records]))
+    vector = spec_row(query.text, dims)
+    columns = np.flatnonzero(vector)
+    # The cosine is the matrix-vector product over the query's non-zero columns: one BLAS call,
+    # whose summation order is its own, so both sides must make the same call.
+    cosine = matrix[:, columns] @ vector[columns]
+    composite = 0.32 * cosine + np.array(
+        [0.13 * float(r.relevance or 0.0) + 0.10 * (1.0 if r.reviewed_at is not None else 0.0)
+         for r in records])
+    if any(r.meta.get("status") == "superseded" for r in records):
+        composite = composite - np.array(
+            [1.0 if r.meta.get("status") == "superseded" else 0.0 for r in records])
+    files = set(query.files)
+    if files:
+        overlap = np.array([float(len(files & set(r.files))) for r in records])
+        composite += 0.27 * np.minimum(1.0, overlap / len(files))
+    if query.as_of is not None:
+        age = np.clip(days(query.as_of) - np.array([days(r.created_at) for r in records]),
+                      0.0, 3650.0)
+        composite += 0.18 * np.where(np.isnan(age), 0.0, 0.5 ** (age / 30.0))
+    allowed = [i for i, r in enumerate(records)
+               if r.source == query.source and math.isfinite(composite[i])]
+    if not allowed or query.k <= 0:
+        return [], True
+    rounded = {i: round(float(composite[i]), 9) for i in allowed}
+    ranked = sorted(allowed, key=lambda i: (-rounded[i], i))[:query.k]
+    return [(records[i].id, float(composite[i])) for i in ranked], bool(cosine[ranked[0]] < tau)
+
+
+def random_store(rng: np.random.Generator, count: int) -> list[Record]:
+    words = ["ledger", "cents", "money", "deploy", "staging", "kafka", "retry", "audit", "refund",
+             "tenant", "invoice", "rollback", "canary", "schema", "index", "Café", "ΟΔΟΣ", "the"]
+    paths = [f"src/m{i}.py" for i in range(6)]
+    texts = [" ".join(rng.choice(words, size=int(rng.integers(0, 9)))) for _ in range(count // 3)]
+    records = []
+    for i in range(count):
+        created = None if rng.random() < 0.1 else \
+            utc("2024-01-01") + timedelta(days=int(rng.integers(0, 900)))
+        records.append(Record(
+            # Repeated texts and metadata make exact ties; a few records never match anything.
+            id=f"r{i:04d}", text=str(texts[int(rng.integers(len(texts)))]),
+            source=("work", "work", "personal")[int(rng.integers(3))],
+            files=tuple(rng.choice(paths, size=int(rng.integers(0, 3)), replace=False)),
+            created_at=created, reviewed_at=created if rng.random() < 0.3 else None,
+            relevance=(None, 0.0, 0.5, 1.0)[int(rng.integers(4))],
+            meta={"status": "superseded"} if rng.random() < 0.05 else {}))
+    return records
+
+
+def random_query(rng: np.random.Generator, records: list[Record]) -> Query:
+    words = str(records[int(rng.integers(len(records)))].text).split()
+    return Query(
+        text=" ".join(rng.permutation(words)[:int(rng.integers(0, 4))]) + " retry",
+        k=int(rng.choice([1, 3, 5, 10, 40, 10_000])),
+        source=("work", "personal", "nobody")[int(rng.choice(3, p=[0.6, 0.35, 0.05]))],
+        files=tuple(rng.choice([f"src/m{i}.py" for i in range(6)],
+                               size=int(rng.integers(0, 3)), replace=False)),
+        as_of=None if rng.random() < 0.3 else utc("2026-06-01") - timedelta(days=int(
+            rng.integers(0, 1200))))
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_search_is_bit_for_bit_the_straightforward_ranking(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    records = random_store(rng, 600)
+    memory = ReferenceMemory(dims=DIMS, tau=0.3)
+    stored: list[Record] = []
+    ties = 0
+    while len(stored) < len(records):
+        # Batches of any size, searched in between: rows join the matrix at different times.
+        batch = records[len(stored):len(stored) + int(rng.integers(1, 150))]
+        memory.ingest(batch)
+        stored += batch
+        for _ in range(25):
+            query = random_query(rng, stored)
+            expected = straightforward_search(stored, query, DIMS, 0.3)
+            answer = memory.search(query)
+            got = ([(hit.id, hit.score) for hit in answer.hits], answer.abstain)
+            assert got == expected, query
+            scores = [round(score, 9) for _, score in expected[0]]
+            ties += len(scores) - len(set(scores))
+    assert ties > 100  # the data did exercise the tie order
+
+
+def test_search_equals_the_straightforward_ranking_when_recency_decides() -> None:
+    # Equal cosines and metadata: only the creation dates order these records, and most of them are
+    # outside the top k before recency is added.
+    records = [Record(id=f"d{i:03d}", text="ledger cents rounding", created_at=utc("2025-01-01")
+                      + timedelta(days=int(day)))
+               for i, day in enumerate(np.random.default_rng(7).permutation(300))]
+    memory = ReferenceMemory(dims=DIMS)
+    memory.ingest(records)
+    query = Query(text="ledger cents", k=5, as_of=utc("2026-01-01"))
+    answer = memory.search(query)
+    expected = straightforward_search(records, query, DIMS, 0.0)
+    assert ([(hit.id, hit.score) for hit in answer.hits], answer.abstain) == expected
+    assert [hit.id for hit in answer.hits] == \
+        [r.id for r in sorted(records, key=lambda r: r.created_at, reverse=True)[:5]]
+
+
+def test_embed_many_is_the_spec_bit_for_bit() -> None:
+    texts = [r.text for r in random_store(np.random.default_rng(4), 200)]
+    matrix = HashEmbedder(DIMS).embed_many(texts)
+    assert matrix.flags["F_CONTIGUOUS"]
+    assert np.array_equal(matrix, np.array([spec_row(text, DIMS) for text in texts]))
+
+
+@given(st.text(alphabet=st.characters(blacklist_categories=["Cs"]), max_size=60))
+def test_tokenize_is_normalize_then_split(text: str) -> None:
+    assert tokenize(text) == [tok for tok in normalize_text(text).split() if len(tok) > 2]
