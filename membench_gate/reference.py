@@ -31,7 +31,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from datetime import datetime, timezone
-from itertools import chain
+from itertools import chain, repeat
 
 import numpy as np
 from rapidfuzz import fuzz
@@ -66,6 +66,15 @@ _NON_ALNUM = re.compile(r"[\W_]")
 # The tokens of the normalised text are its maximal runs of alphanumerics: found in one C-level
 # scan, without building the normalised string and splitting it.
 _TOKEN = re.compile(r"[^\W_]{3,}")
+# The same for ASCII text, byte by byte: letters lowercased, digits and letters kept, every other
+# byte a space (``bytes.translate``, then ``bytes.split``).
+_ASCII_WORDS = bytes(
+    byte | 0x20 if 0x41 <= byte <= 0x5A else byte if chr(byte).isalnum() and byte < 0x80 else 0x20
+    for byte in range(256)
+)
+# Between the texts of a batch, tokenised as one string: no text can produce it (``\x00`` is not
+# alphanumeric) and it is token number 0.
+_SEPARATOR = b"\x00"
 # Rows embedded per step of a batch, so that the scratch counts of a step stay near 16 MiB.
 _STEP_CELLS = 1 << 21
 
@@ -80,39 +89,51 @@ def tokenize(text: str) -> list[str]:
     return _TOKEN.findall(text.lower())
 
 
+def _word_bytes(text: str) -> bytes:
+    """The text's words as UTF-8, separated by spaces; ASCII words of 1-2 letters left in."""
+    if text.isascii():
+        return text.encode("ascii").translate(_ASCII_WORDS)
+    return b" ".join(token.encode("utf-8") for token in tokenize(text))
+
+
 class HashEmbedder:
     """Deterministic bag-of-words embedder with two hashed buckets per token.
 
-    Every token seen is hashed once and given a number; its two buckets are a row of a table, so
-    embedding a batch is array indexing and counting, with no Python work per token but a dict
-    lookup.
+    Every word seen (UTF-8) is hashed once and given a number; its two buckets are a row of a
+    table, so embedding a batch is array indexing and counting, with no Python work per token but
+    a dict lookup.
     """
 
     def __init__(self, dims: int = 512) -> None:
         if dims < 2:
             raise ValueError("dims must be at least 2")
         self.dims = dims
-        self._numbers: dict[str, int] = {}
-        self._table = np.empty((0, 2), dtype=np.intp)  # row n: the two buckets of token n
+        self._numbers: dict[bytes, int] = {_SEPARATOR: 0}
+        self._table = np.zeros((1, 2), dtype=np.intp)  # row n: the two buckets of word n
+        self._long = np.zeros(1, dtype=bool)  # whether word n is a token (longer than 2)
 
     def buckets(self, token: str) -> tuple[int, int]:
-        number = self.numbers([token])[0]
+        number = self.numbers([token.encode("utf-8")])[0]
         first, second = self._table[number]
         return int(first), int(second)
 
-    def numbers(self, tokens: Sequence[str]) -> np.ndarray:
-        """The number of each token, hashing the ones never seen before."""
+    def numbers(self, words: Sequence[bytes]) -> np.ndarray:
+        """The number of each word, hashing the ones never seen before."""
         known = self._numbers
-        new = [token for token in dict.fromkeys(tokens) if token not in known]
-        if new:
-            hashes = np.array([fnv1a_32(token.encode("utf-8")) for token in new], dtype=np.int64)
+        found = np.fromiter(map(known.get, words, repeat(-1)), dtype=np.intp, count=len(words))
+        missing = np.flatnonzero(found < 0).tolist()
+        if missing:
+            new = list(dict.fromkeys([words[i] for i in missing]))
+            hashes = np.array([fnv1a_32(word) for word in new], dtype=np.int64)
             rows = np.stack([hashes % self.dims, (hashes >> 8) % self.dims], axis=1)
             self._table = np.concatenate([self._table, rows.astype(np.intp)])
+            self._long = np.concatenate([self._long, [len(word) > 2 for word in new]])
             known.update(zip(new, range(len(known), len(known) + len(new)), strict=True))
-        return np.fromiter(map(known.__getitem__, tokens), dtype=np.intp, count=len(tokens))
+            found[missing] = [known[words[i]] for i in missing]
+        return found
 
     def embed(self, text: str) -> np.ndarray:
-        numbers = self.numbers(tokenize(text))  # before reading the table: it may grow
+        numbers = self.numbers([token.encode("utf-8") for token in tokenize(text)])
         buckets = self._table[numbers]
         # Counts of 1.0 and 0.5 are exact in any order.
         vec = np.bincount(buckets[:, 0], minlength=self.dims) \
@@ -122,14 +143,17 @@ class HashEmbedder:
 
     def tokens(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """The token count of each text and the numbers of all their tokens, in order: what
-        :meth:`fill` needs, about 4 bytes a token, far less than the rows it will become."""
+        :meth:`fill` needs, 4 bytes a token, far less than the rows it will become."""
         lengths = np.empty(len(texts), dtype=np.intp)
         parts = [np.empty(0, dtype=np.int32)]
-        step = 4096  # texts tokenised at a time: their token strings are the bulky part
+        step = 4096  # texts tokenised at a time: their word objects are the bulky part
         for start in range(0, len(texts), step):
-            found = [_TOKEN.findall(text.lower()) for text in texts[start:start + step]]
-            lengths[start:start + len(found)] = [len(tokens) for tokens in found]
-            parts.append(self.numbers(list(chain.from_iterable(found))).astype(np.int32))
+            chunk = texts[start:start + step]
+            numbers = self.numbers(b" \x00 ".join(map(_word_bytes, chunk)).split())
+            text = np.cumsum(numbers == 0)  # separators before a word: the index of its text
+            keep = self._long[numbers]
+            lengths[start:start + len(chunk)] = np.bincount(text[keep], minlength=len(chunk))
+            parts.append(numbers[keep].astype(np.int32))
         return lengths, np.concatenate(parts)
 
     def fill(self, out: np.ndarray, lengths: np.ndarray, numbers: np.ndarray) -> None:
