@@ -224,7 +224,10 @@ def main() -> None:
     print(f"python {sys.version.split()[0]}, numpy {np.__version__}, {os.cpu_count()} CPUs, "
           f"OPENBLAS_NUM_THREADS={os.environ['OPENBLAS_NUM_THREADS']}, "
           f"load average {os.getloadavg()[0]:.1f}")
-    bench_ingest(args.records, args.ingest_runs, args.against)
+    if args.ingest_runs > 0:
+        bench_ingest(args.records, args.ingest_runs, args.against)
+    if args.passes <= 0:
+        return
     records = make_records(args.records)
     queries = make_queries(records, args.queries)
     bench_search(records, queries, args.passes)

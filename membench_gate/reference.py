@@ -72,11 +72,13 @@ _ASCII_WORDS = bytes(
     byte | 0x20 if 0x41 <= byte <= 0x5A else byte if chr(byte).isalnum() and byte < 0x80 else 0x20
     for byte in range(256)
 )
-# Between the texts of a batch, tokenised as one string: no text can produce it (``\x00`` is not
-# alphanumeric) and it is token number 0.
+# Between the texts of a batch, tokenised as one string: word number 0. ``\x00`` is not
+# alphanumeric, so no text's words contain it (a batch whose texts do is tokenised text by text).
 _SEPARATOR = b"\x00"
-# Rows embedded per step of a batch, so that the scratch counts of a step stay near 16 MiB.
-_STEP_CELLS = 1 << 21
+_ASCII_WORDS_AND_SEPARATOR = b"\x00" + _ASCII_WORDS[1:]
+# Rows embedded per step (dims × rows cells): small enough for the step's scratch arrays to stay
+# in cache, so the matrix itself is written once.
+_STEP_CELLS = 1 << 16
 
 
 def normalize_text(text: str) -> str:
@@ -149,7 +151,14 @@ class HashEmbedder:
         step = 4096  # texts tokenised at a time: their word objects are the bulky part
         for start in range(0, len(texts), step):
             chunk = texts[start:start + step]
-            numbers = self.numbers(b" \x00 ".join(map(_word_bytes, chunk)).split())
+            joined = " \x00 ".join(chunk)
+            if joined.isascii() and joined.count("\x00") == len(chunk) - 1:
+                words = joined.encode("ascii").translate(_ASCII_WORDS_AND_SEPARATOR).split()
+            else:
+                words = b" \x00 ".join(map(_word_bytes, chunk)).split()
+            del joined
+            numbers = self.numbers(words)
+            del words
             text = np.cumsum(numbers == 0)  # separators before a word: the index of its text
             keep = self._long[numbers]
             lengths[start:start + len(chunk)] = np.bincount(text[keep], minlength=len(chunk))
@@ -162,7 +171,8 @@ class HashEmbedder:
 
         Rows are counted with ``np.bincount``: the sums are of 1.0s and 0.5s, exact in any order,
         and so is each squared norm, so the result is bit for bit that of :meth:`embed`'s rules
-        whatever the order of work.
+        whatever the order of work. Each step is computed in a small block and copied into
+        ``out`` once.
         """
         dims = self.dims
         step = max(1, _STEP_CELLS // dims)
@@ -172,14 +182,12 @@ class HashEmbedder:
             first_token = int(ends[row - 1]) if row else 0
             buckets = self._table[numbers[first_token:int(ends[row + count - 1])]]
             owner = np.repeat(np.arange(count, dtype=np.intp), lengths[row:row + count])
-            block = out[:, row:row + count]
-            halves = np.bincount(buckets[:, 1] * count + owner, minlength=dims * count)
-            np.multiply(halves.reshape(dims, count), 0.5, out=block)
-            del halves
-            block += np.bincount(buckets[:, 0] * count + owner,
-                                 minlength=dims * count).reshape(dims, count)
+            block = np.bincount(buckets[:, 1] * count + owner, minlength=dims * count) * 0.5
+            block += np.bincount(buckets[:, 0] * count + owner, minlength=dims * count)
+            block = block.reshape(dims, count)
             norms = np.sqrt(np.einsum("ij,ij->j", block, block))
             np.divide(block, norms, out=block, where=norms > 0)
+            out[:, row:row + count] = block
 
     def embed_many(self, texts: Sequence[str]) -> np.ndarray:
         """One row per text, column-major (ranking reads a query's columns)."""
@@ -267,21 +275,23 @@ class ReferenceMemory:
         # token) and all join the matrix at the next search, each row written once, so ingesting
         # n records costs O(n) and no more memory than the matrix and those numbers.
         self._pending.append(self.embedder.tokens(texts))
+        sources = [r.source for r in records]
         codes = self._source_codes
-        for record in records:
-            codes.setdefault(record.source, len(codes))
+        for source in dict.fromkeys(sources):
+            codes.setdefault(source, len(codes))
         self._sources = np.concatenate([
             self._sources,
-            np.fromiter((codes[r.source] for r in records), dtype=np.int32, count=len(records)),
+            np.fromiter(map(codes.__getitem__, sources), dtype=np.int32, count=len(records)),
         ])
         self._created = np.concatenate(
             [self._created, np.array([_days(r.created_at) for r in records])]
         )
-        static = np.array([
-            WEIGHTS["relevance"] * float(r.relevance or 0.0)
-            + WEIGHTS["approval"] * (1.0 if r.reviewed_at is not None else 0.0)
-            for r in records
-        ])
+        # Element-wise, the same double arithmetic as ``0.13 * relevance + 0.10 * approval``.
+        static = (
+            WEIGHTS["relevance"] * np.array([float(r.relevance or 0.0) for r in records])
+            + WEIGHTS["approval"] * np.array([r.reviewed_at is not None for r in records],
+                                             dtype=np.float64)
+        )
         self._static = np.concatenate([self._static, static])
         self._extreme = self._extreme or not bool(np.all(np.abs(static) < 1e300))
         for offset, record in enumerate(records):
@@ -289,7 +299,7 @@ class ReferenceMemory:
                 self._file_index.setdefault(path, []).append(start + offset)
         self._demotion = np.concatenate([self._demotion, np.zeros(len(records))])
         if self._lifecycle or any(_meta(r, "status") or _meta(r, "superseded_by")
-                                  for r in records):
+                                  for r in records if r.meta):
             self._lifecycle = True
             self._apply_lifecycle()
 

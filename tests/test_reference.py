@@ -426,9 +426,21 @@ def test_search_equals_the_straightforward_ranking_when_recency_decides() -> Non
         [r.id for r in sorted(records, key=lambda r: r.created_at, reverse=True)[:5]]
 
 
-def test_embed_many_is_the_spec_bit_for_bit() -> None:
-    texts = [r.text for r in random_store(np.random.default_rng(4), 200)]
-    matrix = HashEmbedder(DIMS).embed_many(texts)
+ASCII_EDGES = ["", "a an to", "Don't RE-USE it, OK?", "snake_case_NAME\tTAB\nnew-line 8883",
+               "x" * 300 + " yz" * 50, "UPPER lower MiXeD 1234 a1b2c3", "  \x0b\x0c\r  "]
+
+
+@pytest.mark.parametrize("extra", [
+    [],  # all ASCII: the batch is tokenised as one string
+    ["nul\x00inside a text"],  # a separator inside a text: text by text
+    ["Café ÜBER déjà-vu", "ΟΔΟΣ ΣΟΦΟΣ. ΑΣ'Β", "İstanbul ǅemal ﬁne", "日本語のテキスト abc"],
+])
+def test_embed_many_is_the_spec_bit_for_bit(extra: list[str]) -> None:
+    records = random_store(np.random.default_rng(4), 200)
+    texts = [r.text for r in records if r.text.isascii()] + ASCII_EDGES + extra
+    embedder = HashEmbedder(DIMS)
+    embedder.embed("ledger cents")  # words already numbered before the batch
+    matrix = embedder.embed_many(texts)
     assert matrix.flags["F_CONTIGUOUS"]
     assert np.array_equal(matrix, np.array([spec_row(text, DIMS) for text in texts]))
 
