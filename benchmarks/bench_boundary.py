@@ -33,7 +33,7 @@ from membench_gate import rpc  # noqa: E402
 from membench_gate.adapter import Answer, Query, Record, Session  # noqa: E402
 from membench_gate.config import load_config  # noqa: E402
 from membench_gate.reference import ReferenceMemory  # noqa: E402
-from membench_gate.runner import measure, run  # noqa: E402
+from membench_gate.runner import load_fixtures, run  # noqa: E402
 from membench_gate.suites import registry  # noqa: E402
 
 
@@ -61,7 +61,7 @@ class DirectSession:
 
 
 def in_process(config: Any) -> None:
-    _, loaded = measure(config)
+    _, loaded = load_fixtures(config)
     memory = ReferenceMemory(**config.adapter_options)
     suites = registry()
     for name, fixtures in loaded.items():

@@ -9,7 +9,6 @@ ten annotations, posts the sticky comment, and exits with the verdict — or 0 w
 
 from __future__ import annotations
 
-import os
 import secrets
 import shutil
 import subprocess
@@ -84,8 +83,9 @@ def _error_exit(message: str, context: Context) -> int:
 
 
 def main(env: Mapping[str, str] | None = None) -> int:
-    env = dict(os.environ) if env is None else env
+    """Run the gate step in the environment ``env`` (``os.environ`` by default)."""
     context = Context.from_env(env)
+    env = context.environ
     if context.token:
         print(f"::add-mask::{context.token}", flush=True)
     try:

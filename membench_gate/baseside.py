@@ -18,12 +18,15 @@ import os
 import posixpath
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from membench_gate.config import Config, parse_floors, parse_toml
 from membench_gate.errors import GateError
 from membench_gate.gate import BaseInfo, Breach
 from membench_gate.results import Baseline, UnknownSchemaVersion, parse_baseline
+
+if TYPE_CHECKING:
+    from membench_gate.settings import Context
 
 MOVED_KEY = "gate:baseline-moved"
 
@@ -101,42 +104,45 @@ def _base_gate(text: str, label: str) -> tuple[str | None, dict[str, float]]:
     return baseline, parse_floors(data.get("floors", {}), label)
 
 
-def read_base(config: Config, base_ref: str | None, ci: bool = False,
+def read_base(config: Config, base_ref: str | None, context: Context | None = None,
               config_arg: Path | None = None) -> BaseSide:
     """Resolve the base commit and read its config, baseline and floors — never the PR's.
 
-    ``config_arg`` is the config path as the user gave it (``--config``); it defaults to the
-    config's own path. Raises ``GateError`` in CI when no base commit can be found (with what
-    was tried), and for a base whose config or baseline cannot be read.
+    ``context`` says whether this is CI and which event the run serves (default: a local run,
+    no event). ``config_arg`` is the config path as the user gave it (``--config``); it defaults
+    to the config's own path. Raises ``GateError`` in CI when no base commit can be found (with
+    what was tried), and for a base whose config or baseline cannot be read.
     """
     from membench_gate import gitbase
 
+    ci = context is not None and context.ci
     config_arg = config.path if config_arg is None else config_arg
-    root = gitbase.repo_root(Path(os.path.abspath(config_arg)).parent)
-    config_rel = config_relpath(root, config_arg)
-    head_baseline = beside(config_rel, config.baseline, "gate.baseline")
-    if ci:
-        refuse_symlinks(root, config_rel, head_baseline)
-    tried: list[str] = []
-    base = gitbase.resolve_base(root, base_ref, tried=tried)
-    if base is None:
+    with gitbase.open_repo(Path(os.path.abspath(config_arg)).parent) as repo:
+        config_rel = config_relpath(repo.root, config_arg)
+        head_baseline = beside(config_rel, config.baseline, "gate.baseline")
         if ci:
-            raise GateError("no base commit to compare with (CI is set, so this is not a first "
-                            "baseline): tried " + "; ".join(tried or ["HEAD (no commit yet)"])
-                            + ". Pass --base-ref, or check out with history (fetch-depth: 0)")
-        return BaseSide(BaseInfo(), None, {})
-    info = BaseInfo(ref=base.ref, sha=base.sha, how=base.how)
-    at = f"at base {base.sha[:12]}"
-    config_bytes = gitbase.read_file_at(root, base.sha, config_rel)
-    floors: dict[str, float] = {}
-    base_baseline = head_baseline
-    if config_bytes is not None:
-        label = f"{config_rel} {at}"
-        text = _decode(config_bytes, label)
-        relative, floors = _base_gate(text, label)
-        base_baseline = beside(config_rel, relative or config.baseline, f"{label}: gate.baseline")
-    side = BaseSide(info, None, floors, has_config=config_bytes is not None)
-    data = gitbase.read_file_at(root, base.sha, base_baseline)
+            refuse_symlinks(repo.root, config_rel, head_baseline)
+        tried: list[str] = []
+        base = repo.resolve_base(base_ref, context, tried)
+        if base is None:
+            if ci:
+                raise GateError("no base commit to compare with (CI is set, so this is not a "
+                                "first baseline): tried " + "; ".join(tried or ["HEAD (no commit "
+                                "yet)"]) + ". Pass --base-ref, or check out with history "
+                                "(fetch-depth: 0)")
+            return BaseSide(BaseInfo(), None, {})
+        at = f"at base {base.sha[:12]}"
+        config_bytes = repo.read_file(base.sha, config_rel)
+        floors: dict[str, float] = {}
+        base_baseline = head_baseline
+        if config_bytes is not None:
+            label = f"{config_rel} {at}"
+            relative, floors = _base_gate(_decode(config_bytes, label), label)
+            base_baseline = beside(config_rel, relative or config.baseline,
+                                   f"{label}: gate.baseline")
+        data = repo.read_file(base.sha, base_baseline)
+    side = BaseSide(BaseInfo(ref=base.ref, sha=base.sha, how=base.how), None, floors,
+                    has_config=config_bytes is not None)
     if data is None:
         return side
     try:

@@ -8,11 +8,10 @@ passes the checks of rule 8. ``--results`` blesses an earlier run (``check --out
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
-from membench_gate.check import BaseSide, in_ci, read_base, read_committed, read_results
+from membench_gate.check import BaseSide, read_base, read_committed, read_results
 from membench_gate.config import Config, load_config
 from membench_gate.errors import GateError
 from membench_gate.findings import DRAFT_REASON
@@ -20,10 +19,11 @@ from membench_gate.gate import HARD_KINDS, BaseInfo, breach_keys, decide, floors
 from membench_gate.justify import check_justification
 from membench_gate.results import Baseline, Justification, Results, dumps_baseline, write_atomic
 from membench_gate.runner import progress_reporter, run
+from membench_gate.settings import Context
 from membench_gate.summary import verdict_summary
 
 
-def _base(config: Config, base_ref: str | None, config_arg: Path) -> BaseSide:
+def _base(config: Config, base_ref: str | None, context: Context, config_arg: Path) -> BaseSide:
     """The base side for bless; outside a git repository there is none (a first baseline)."""
     from membench_gate import gitbase
 
@@ -35,7 +35,7 @@ def _base(config: Config, base_ref: str | None, config_arg: Path) -> BaseSide:
         print("membench-gate: not a git repository: writing a first baseline without comparison",
               file=sys.stderr)
         return BaseSide(BaseInfo(), None, {})
-    return read_base(config, base_ref, in_ci(), config_arg=config_arg)
+    return read_base(config, base_ref, context, config_arg=config_arg)
 
 
 def _readable_committed(config: Config) -> Baseline | None:
@@ -47,10 +47,10 @@ def _readable_committed(config: Config) -> Baseline | None:
         return None
 
 
-def _results(args: argparse.Namespace, config: Config) -> Results:
-    if args.results is None:
+def _results(config: Config, path: Path | None) -> Results:
+    if path is None:
         return run(config, progress_reporter())
-    results, reasons = read_results(args.results, config)
+    results, reasons = read_results(path, config)
     if reasons:
         raise GateError(f"bless refused: {reasons[0]}; run bless without --results")
     return results
@@ -60,16 +60,21 @@ def _listed(keys: list[str]) -> str:
     return ", ".join(keys[:5]) + (f" (and {len(keys) - 5} more)" if len(keys) > 5 else "")
 
 
-def bless(args: argparse.Namespace) -> int:
-    """The ``bless`` command: 0 when the baseline was written, 1 when refused."""
-    config = load_config(args.config)
-    results = _results(args, config)
-    base = _base(config, args.base_ref, args.config)
+def bless(config_path: Path, context: Context, *, justification: str | None = None,
+          base_ref: str | None = None, results_path: Path | None = None) -> int:
+    """The ``bless`` command: 0 when the baseline was written, 1 when refused.
+
+    ``justification`` explains the breaches against the base baseline; ``results_path`` blesses
+    an earlier run instead of running the suites.
+    """
+    config = load_config(config_path)
+    results = _results(config, results_path)
+    base = _base(config, base_ref, context, config_path)
     committed = _readable_committed(config)
     probe = decide(base.baseline, results.to_baseline(), results,
                    floors=floors_of(base.floors, config.floors), base_breaches=base.breaches)
     probe.base = base.info
-    probe.config = str(args.config)
+    probe.config = str(config_path)
     hard = breach_keys(probe, HARD_KINDS)
     if hard:
         print(verdict_summary(probe, results, base.baseline))
@@ -77,14 +82,14 @@ def bless(args: argparse.Namespace) -> int:
                         "which no justification can bless" +
                         (f" (and {len(hard) - 1} more)" if len(hard) > 1 else ""), exit_code=1)
     keys = breach_keys(probe)
-    text = args.justification
+    text = justification
     if text is None and committed is not None and committed.justification is not None \
             and sorted(committed.justification.breaches) == keys:
         text = committed.justification.text  # re-running bless keeps the recorded reason
     if text is not None and DRAFT_REASON in text:
         raise GateError(f"bless refused: replace {DRAFT_REASON} in the justification with the "
                         "reason for these changes", exit_code=1)
-    justification = None
+    recorded = None
     if keys:
         base_text = base.baseline.justification.text \
             if base.baseline and base.baseline.justification else None
@@ -94,10 +99,10 @@ def bless(args: argparse.Namespace) -> int:
                 f"the justification was rejected ({outcome.failed})"
             raise GateError(f"bless refused: {why}; it must explain these breaches against the "
                             f"base baseline: {_listed(keys)}", exit_code=1)
-        justification = Justification(text=" ".join(text.split()), breaches=keys)
+        recorded = Justification(text=" ".join(text.split()), breaches=keys)
     elif text is not None:
-        justification = Justification(text=" ".join(text.split()), breaches=[])
-    write_atomic(config.baseline_path, dumps_baseline(results.to_baseline(justification)))
+        recorded = Justification(text=" ".join(text.split()), breaches=[])
+    write_atomic(config.baseline_path, dumps_baseline(results.to_baseline(recorded)))
     print(f"baseline written to {config.baseline} ({len(results.cells)} cells); "
           + _compared(base, keys))
     return 0

@@ -7,9 +7,7 @@ baseline, and writing the verdict, the report and the baseline.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,18 +27,22 @@ from membench_gate.results import (
     read_file,
     write_atomic,
 )
-from membench_gate.runner import measure, progress_reporter, run
+from membench_gate.runner import load_fixtures, progress_reporter, run
+from membench_gate.settings import Context
 from membench_gate.summary import verdict_summary
 
-__all__ = ["BaseSide", "check", "in_ci", "read_base", "read_committed", "read_results"]
-
-_FALSY = {"", "0", "false", "no", "off"}
+__all__ = ["BaseSide", "Outputs", "check", "read_base", "read_committed", "read_results"]
 
 
-def in_ci(env: dict[str, str] | None = None) -> bool:
-    """True when ``CI`` or ``GITHUB_ACTIONS`` is set to a truthy value."""
-    env = dict(os.environ) if env is None else env
-    return any(env.get(name, "").strip().lower() not in _FALSY for name in ("CI", "GITHUB_ACTIONS"))
+@dataclass(frozen=True)
+class Outputs:
+    """The files a check writes (each optional): the verdict JSON, the Markdown report, this
+    run's results and the base commit's baseline (for re-rendering the report elsewhere)."""
+
+    json: Path | None = None
+    report: Path | None = None
+    out: Path | None = None
+    base_out: Path | None = None
 
 
 @dataclass
@@ -62,20 +64,20 @@ def read_committed(config: Config) -> Committed:
     return Committed(baseline, data.decode("utf-8", "replace") == dumps_baseline(baseline))
 
 
-def _results(args: argparse.Namespace, config: Config, ci: bool = False
+def _results(config: Config, path: Path | None, verify_determinism: bool, ci: bool
              ) -> tuple[Results, list[str]]:
     """This run's results (run now, or read ``--results``) and any reason they are unusable."""
     reasons: list[str] = []
-    if args.results is not None:
-        if args.verify_determinism:
+    if path is not None:
+        if verify_determinism:
             raise GateError("--verify-determinism runs the suites twice; it cannot check a "
                             "--results file")
-        results, reasons = read_results(args.results, config)
+        results, reasons = read_results(path, config)
         if ci:
             reasons = _foreign_commit(results, config) + reasons
         return results, reasons
     results = run(config, progress_reporter())
-    if args.verify_determinism:
+    if verify_determinism:
         from membench_gate.determinism import first_difference
 
         where = first_difference(results, run(config, None))
@@ -97,7 +99,7 @@ def read_results(path: Path, config: Config) -> tuple[Results, list[str]]:
     if canonical_dumps(results.config) != canonical_dumps(config.record()):
         reasons.append(f"{path} was produced under another config than {config.path.name} "
                        "(suites, holdout or adapter differ)")
-    elif measure(config)[0] != results.fixtures_hash:
+    elif load_fixtures(config)[0] != results.fixtures_hash:
         reasons.append(f"{path} was produced on other fixtures or another scorer version (its "
                        "fixtures_hash differs from the working tree's)")
     return results, reasons
@@ -155,65 +157,65 @@ def _replace(path: Path, text: Callable[[], str]) -> None:
             path.unlink(missing_ok=True)
 
 
-def check(args: argparse.Namespace) -> int:
-    """``membench-gate check``: run, compare with the base commit's baseline, exit with the verdict.
+def check(config_path: Path, context: Context, *, base_ref: str | None = None,
+          results: Path | None = None, allow_regression: str | None = None,
+          include_holdout: bool = False, verify_determinism: bool = False,
+          outputs: Outputs = Outputs()) -> int:
+    """``membench-gate check``: run (or read ``results``), compare with the base commit's
+    baseline, return the verdict's exit code.
 
-    The ``--json``, ``--report``, ``--out`` and ``--base-out`` files are written for every
-    outcome: when the check fails — any exception, a SystemExit included — each is replaced by
-    the error verdict, so a CI job never shows or re-reads the files of an earlier run.
+    ``context`` says whether this is CI and which event it serves. Every file of ``outputs`` is
+    written for every outcome: when the check fails — any exception, a SystemExit included —
+    each is replaced by the error verdict, so a CI job never shows or re-reads the files of an
+    earlier run.
     """
     try:
-        return _check(args)
+        config = load_config(config_path).with_holdout(include_holdout)
+        if allow_regression is not None and context.ci:
+            raise GateError("--allow-regression is local only: refused because CI or "
+                            "GITHUB_ACTIONS is set")
+        if allow_regression is not None and not allow_regression.strip():
+            raise GateError("--allow-regression needs a reason")
+        actual, reasons = _results(config, results, verify_determinism, context.ci)
+        if outputs.out is not None and results is None:
+            write_atomic(outputs.out, dumps_results(actual))
+        base = read_base(config, base_ref, context, config_arg=config_path)
+        if base.inconclusive:
+            reasons.append(base.inconclusive)
+        committed = read_committed(config)
+        verdict = decide(
+            base.baseline,
+            committed.baseline,
+            actual,
+            floors=floors_of(base.floors, config.floors),
+            allow_regression=allow_regression,
+            ci=context.ci,
+            inconclusive=reasons,
+            committed_canonical=committed.canonical,
+            base_breaches=base.breaches,
+            base_config=base.has_config,
+        )
+        verdict.base = base.info
+        verdict.config = str(config_path)
+        write_outputs(outputs, verdict, actual, base.baseline)
+        print(verdict_summary(verdict, actual, base.baseline))
+        return verdict.exit_code
     except BaseException as exc:
-        replace_outputs(error_verdict(exc, str(args.config)),
-                        [args.json, args.out, args.base_out], [args.report])
+        replace_outputs(error_verdict(exc, str(config_path)),
+                        [outputs.json, outputs.out, outputs.base_out], [outputs.report])
         raise
 
 
-def _check(args: argparse.Namespace) -> int:
-    config = load_config(args.config).with_holdout(args.include_holdout)
-    ci = in_ci()
-    if args.allow_regression is not None and ci:
-        raise GateError("--allow-regression is local only: refused because CI or GITHUB_ACTIONS "
-                        "is set")
-    if args.allow_regression is not None and not args.allow_regression.strip():
-        raise GateError("--allow-regression needs a reason")
-    results, reasons = _results(args, config, ci)
-    if args.out is not None and args.results is None:
-        write_atomic(args.out, dumps_results(results))
-    base = read_base(config, args.base_ref, ci, config_arg=args.config)
-    if base.inconclusive:
-        reasons.append(base.inconclusive)
-    committed = read_committed(config)
-    verdict = decide(
-        base.baseline,
-        committed.baseline,
-        results,
-        floors=floors_of(base.floors, config.floors),
-        allow_regression=args.allow_regression,
-        ci=ci,
-        inconclusive=reasons,
-        committed_canonical=committed.canonical,
-        base_breaches=base.breaches,
-        base_config=base.has_config,
-    )
-    verdict.base = base.info
-    verdict.config = str(args.config)
-    write_outputs(args, config, verdict, results, base.baseline)
-    print(verdict_summary(verdict, results, base.baseline))
-    return verdict.exit_code
-
-
-def write_outputs(args: argparse.Namespace, config: Config, verdict: Verdict, results: Results,
-                  base: Baseline | None) -> None:
-    if args.json is not None:
-        write_atomic(args.json, canonical_dumps(verdict.model_dump(mode="json")))
-    if args.base_out is not None:
+def write_outputs(outputs: Outputs, verdict: Verdict, results: Results, base: Baseline | None
+                  ) -> None:
+    if outputs.json is not None:
+        write_atomic(outputs.json, canonical_dumps(verdict.model_dump(mode="json")))
+    if outputs.base_out is not None:
         if base is not None:
-            write_atomic(args.base_out, dumps_baseline(base))
+            write_atomic(outputs.base_out, dumps_baseline(base))
         else:  # no base baseline: an earlier run's must not stand in for it
-            args.base_out.unlink(missing_ok=True)
-    if args.report is not None:
+            outputs.base_out.unlink(missing_ok=True)
+    if outputs.report is not None:
         from membench_gate.report import render
 
-        write_atomic(args.report, render(verdict, results, base, limit=None))
+        write_atomic(outputs.report, render(verdict, results, base, limit=None))

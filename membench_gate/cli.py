@@ -207,15 +207,21 @@ def cmd_merge(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from membench_gate.check import check
+    from membench_gate.check import Outputs, check
+    from membench_gate.settings import Context
 
-    return check(args)
+    outputs = Outputs(json=args.json, report=args.report, out=args.out, base_out=args.base_out)
+    return check(args.config, Context.from_env(), base_ref=args.base_ref, results=args.results,
+                 allow_regression=args.allow_regression, include_holdout=args.include_holdout,
+                 verify_determinism=args.verify_determinism, outputs=outputs)
 
 
 def cmd_bless(args: argparse.Namespace) -> int:
     from membench_gate.bless import bless
+    from membench_gate.settings import Context
 
-    return bless(args)
+    return bless(args.config, Context.from_env(), justification=args.justification,
+                 base_ref=args.base_ref, results_path=args.results)
 
 
 def cmd_comment(args: argparse.Namespace) -> int:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -11,21 +10,21 @@ from typing import Any, TextIO
 
 from membench_gate import __version__, rpc
 from membench_gate.config import Config
+from membench_gate.errors import GateError
 from membench_gate.fixtures import SuiteFixtures, digest, fixtures_hash, load_suite
 from membench_gate.results import SCHEMA_VERSION, Cell, Results
 from membench_gate.shard import Shard
 from membench_gate.suites import Progress, registry
 
 
-def _git_sha(config: Config) -> str | None:
+def _receipt_sha(config: Config) -> str | None:
     """Best-effort commit of the working tree, for the receipt only (never gated)."""
+    from membench_gate import gitbase
+
     try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=config.base_dir, text=True,
-                             capture_output=True, timeout=10, check=False)
-    except (OSError, subprocess.SubprocessError):
+        return gitbase.head_sha(config.base_dir)
+    except GateError:
         return None
-    sha = out.stdout.strip()
-    return sha if out.returncode == 0 and len(sha) == 40 else None
 
 
 PROGRESS_INTERVAL = 10.0  # seconds between progress lines outside a terminal (docs/gate.md, "Progress")
@@ -80,8 +79,10 @@ def progress_reporter(stream: TextIO | None = None) -> Progress:
     return ProgressReporter(out, bool(isatty and isatty()))
 
 
-def measure(config: Config) -> tuple[str, dict[str, Any]]:
-    """The fixtures hash and loaded fixtures of ``config`` (validates everything, runs nothing)."""
+def load_fixtures(config: Config) -> tuple[str, dict[str, SuiteFixtures]]:
+    """The fixtures hash and the loaded, validated fixtures of every enabled suite of ``config``
+    (nothing is run: this is what a run measures with, and what ``check --results`` verifies a
+    results file against)."""
     suites = registry()
     loaded = {
         name: load_suite(name, options["fixtures"], config.base_dir, config.include_holdout)
@@ -116,7 +117,7 @@ def run(config: Config, progress: Progress | None = None,
                                        config.adapter_options)
     process = handshake.process
     try:
-        digest, loaded = measure(config)  # while the adapter starts up
+        digest, loaded = load_fixtures(config)  # while the adapter starts up
         client = handshake.finish()
         suites = registry()
         cells: dict[str, Cell] = {}
@@ -151,7 +152,7 @@ def run(config: Config, progress: Progress | None = None,
         corpus={name: fixtures.corpus for name, fixtures in loaded.items()},
         receipt={
             "tool_version": __version__,
-            "git_sha": _git_sha(config),
+            "git_sha": _receipt_sha(config),
             "started_at": started.isoformat(timespec="seconds"),
             "duration_s": time.perf_counter() - clock,
             "adapter": client.name,

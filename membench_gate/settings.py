@@ -30,15 +30,19 @@ class Context:
     payload is read on first use)."""
 
     actions: bool = False  # GITHUB_ACTIONS: workflow commands (annotations) are understood
+    ci: bool = False  # CI or GITHUB_ACTIONS: local-only escape hatches are refused (rule 9)
     token: str = ""
     repository: str = ""
     api_url: str = "https://api.github.com"
     event_name: str = ""
     event_path: Path | None = None
     ref: str = ""
+    sha: str = ""  # GITHUB_SHA: the commit the run is for (GitHub's merge commit in a PR run)
     output_path: Path | None = None  # GITHUB_OUTPUT
     summary_path: Path | None = None  # GITHUB_STEP_SUMMARY
     runner_temp: Path | None = None
+    # The whole environment it was read from, passed on (less what is withheld) to child processes.
+    environ: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Context:
@@ -48,8 +52,12 @@ class Context:
         def path(name: str) -> Path | None:
             return Path(env[name]) if env.get(name) else None
 
+        def truthy(name: str) -> bool:
+            return env.get(name, "").strip().lower() not in (_FALSE | {""})
+
         return cls(
-            actions=env.get("GITHUB_ACTIONS", "").strip().lower() not in (_FALSE | {""}),
+            actions=truthy("GITHUB_ACTIONS"),
+            ci=truthy("CI") or truthy("GITHUB_ACTIONS"),
             # Our step passes the github-token input as GITHUB_TOKEN; INPUT_GITHUB_TOKEN is how the runner
             # hands an input to a JavaScript or container action.
             token=env.get("GITHUB_TOKEN", "") or env.get("INPUT_GITHUB_TOKEN", ""),
@@ -58,9 +66,11 @@ class Context:
             event_name=env.get("GITHUB_EVENT_NAME", ""),
             event_path=path("GITHUB_EVENT_PATH"),
             ref=env.get("GITHUB_REF", ""),
+            sha=env.get("GITHUB_SHA", ""),
             output_path=path("GITHUB_OUTPUT"),
             summary_path=path("GITHUB_STEP_SUMMARY"),
             runner_temp=path("RUNNER_TEMP"),
+            environ=dict(env),
         )
 
     @cached_property

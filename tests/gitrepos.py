@@ -15,6 +15,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from membench_gate.settings import Context
+
 _DATE = "2024-01-01T00:00:00+00:00"
 
 ISOLATED_ENV = {
@@ -108,8 +110,13 @@ def write_event(path: Path, payload: Mapping[str, Any]) -> Path:
 
 
 def github_env(event_name: str, event_path: Path | None = None, sha: str = "") -> dict[str, str]:
-    """The GITHUB_* variables of a workflow run, for ``resolve_base(env=...)``."""
+    """The GITHUB_* variables of a workflow run (``Context.from_env`` reads them)."""
     env = {"GITHUB_EVENT_NAME": event_name, "GITHUB_SHA": sha}
     if event_path is not None:
         env["GITHUB_EVENT_PATH"] = str(event_path)
     return env
+
+
+def github_context(event_name: str, event_path: Path | None = None, sha: str = "") -> Context:
+    """The context of a workflow run, as the commands build it from ``github_env``'s variables."""
+    return Context.from_env(github_env(event_name, event_path, sha))

@@ -19,7 +19,7 @@ from conftest import SMALL_FACTS, SMALL_PROBES, run_cli
 from membench_gate.config import parse_config
 from membench_gate.fixtures import load_suite
 from membench_gate.reference import tokenize
-from membench_gate.runner import measure
+from membench_gate.runner import load_fixtures
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "fixtures"
@@ -265,7 +265,7 @@ def _hash(tmp_path: Path, k: int = 5, lambdas: str = "[1, 2, 5, 10]", budget: in
         f'[suites.push]\nfixtures = ["fx/push"]\nbudget = {budget}\n'
         f"[gate]\ninclude_holdout = {str(include_holdout).lower()}\n"
     )
-    return measure(parse_config(text, tmp_path / "membench.toml"))
+    return load_fixtures(parse_config(text, tmp_path / "membench.toml"))
 
 
 def test_hash_ignores_formatting_but_not_content(tmp_path: Path) -> None:

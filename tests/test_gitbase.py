@@ -14,6 +14,7 @@ from gitrepos import (
     clone,
     commit,
     git,
+    github_context,
     github_env,
     has_commit,
     init,
@@ -29,6 +30,7 @@ from membench_gate.gitbase import (
     repo_root,
     resolve_base,
 )
+from membench_gate.settings import Context
 
 BASELINE = "baselines/main.json"
 MAIN_BASELINE = '{"cells": {"veto/default": {"recall": 0.9}}}\n'
@@ -109,7 +111,7 @@ def test_pr_branch_is_compared_with_its_fork_point_on_origin_main(
     repo = clone(upstream.url, tmp_path / "clone")
     git(repo, "checkout", "-q", "feature")
 
-    base = resolve_base(repo, env={})
+    base = resolve_base(repo)
 
     assert base == BaseCommit(upstream.m1, "origin/main", "remote-default-branch")
     assert read_file_at(repo, base.sha, BASELINE) == MAIN_BASELINE.encode()
@@ -120,7 +122,7 @@ def test_origin_head_names_the_default_branch(upstream: Upstream, tmp_path: Path
     repo = clone(upstream.url, tmp_path / "clone")
     git(repo, "remote", "set-head", "origin", "develop")
 
-    assert resolve_base(repo, env={}) == BaseCommit(
+    assert resolve_base(repo) == BaseCommit(
         upstream.m2, "origin/develop", "remote-default-branch"
     )
 
@@ -130,7 +132,7 @@ def test_without_origin_head_origin_main_is_used(upstream: Upstream, tmp_path: P
     git(repo, "checkout", "-q", "develop")
     git(repo, "remote", "set-head", "origin", "--delete")
 
-    assert resolve_base(repo, env={}) == BaseCommit(
+    assert resolve_base(repo) == BaseCommit(
         upstream.m2, "origin/main", "remote-default-branch"
     )
 
@@ -141,7 +143,7 @@ def test_payload_default_branch_wins_and_is_fetched_when_absent(
     repo = actions_checkout(upstream.url, tmp_path / "ci", "refs/heads/feature")
     event = write_event(tmp_path / "event.json", {"repository": {"default_branch": "develop"}})
 
-    base = resolve_base(repo, env=github_env("workflow_dispatch", event, upstream.f1))
+    base = resolve_base(repo, context=github_context("workflow_dispatch", event, upstream.f1))
 
     # The depth-1 histories do not meet, so the fetched tip stands in for the fork point.
     assert base == BaseCommit(upstream.d1, "origin/develop", "remote-default-branch")
@@ -153,7 +155,7 @@ def test_unrelated_history_falls_back_to_the_branch_tip(upstream: Upstream, tmp_
     git(repo, "checkout", "-q", "--orphan", "lone")
     commit(repo, "unrelated root", {"lone.txt": "x\n"})
 
-    assert resolve_base(repo, env={}) == BaseCommit(
+    assert resolve_base(repo) == BaseCommit(
         upstream.m2, "origin/main", "remote-default-branch"
     )
 
@@ -167,9 +169,9 @@ def test_github_merge_commit_uses_first_parent_fetched_on_demand(
     repo = actions_checkout(upstream.url, tmp_path / "ci", "refs/pull/1/merge")
     assert not has_commit(repo, upstream.m2)
     # A stale base.sha in the payload shows the merge commit's own parent is what counts.
-    env = github_env("pull_request", pr_payload(tmp_path, upstream.m1), upstream.merge)
+    context = github_context("pull_request", pr_payload(tmp_path, upstream.m1), upstream.merge)
 
-    base = resolve_base(repo, env=env)
+    base = resolve_base(repo, context=context)
 
     assert base == BaseCommit(upstream.m2, "HEAD^1", "merge-commit-parent")
     assert has_commit(repo, upstream.m2)
@@ -182,17 +184,17 @@ def test_merge_commit_that_is_not_github_sha_is_a_pr_head(
 ) -> None:
     # A PR head can itself be a merge (main merged into the branch): its parent is no base.
     repo = actions_checkout(upstream.url, tmp_path / "ci", "refs/pull/1/merge")
-    env = github_env("pull_request", pr_payload(tmp_path, upstream.m1), sha=upstream.f1)
+    context = github_context("pull_request", pr_payload(tmp_path, upstream.m1), sha=upstream.f1)
 
-    assert resolve_base(repo, env=env) == BaseCommit(upstream.m1, "main", "event-base-sha")
+    assert resolve_base(repo, context=context) == BaseCommit(upstream.m1, "main", "event-base-sha")
 
 
 def test_pr_head_checkout_uses_payload_base_sha(upstream: Upstream, tmp_path: Path) -> None:
     repo = actions_checkout(upstream.url, tmp_path / "ci", "refs/pull/1/head")
     assert not has_commit(repo, upstream.m2)
-    env = github_env("pull_request", pr_payload(tmp_path, upstream.m2), upstream.merge)
+    context = github_context("pull_request", pr_payload(tmp_path, upstream.m2), upstream.merge)
 
-    base = resolve_base(repo, env=env)
+    base = resolve_base(repo, context=context)
 
     assert base == BaseCommit(upstream.m2, "main", "event-base-sha")
     assert read_file_at(repo, base.sha, BASELINE) == MAIN_BASELINE.encode()
@@ -206,7 +208,7 @@ def test_merge_group_uses_base_sha(upstream: Upstream, tmp_path: Path) -> None:
         {"merge_group": {"base_sha": upstream.m1, "base_ref": "refs/heads/main"}},
     )
 
-    base = resolve_base(repo, env=github_env("merge_group", event, upstream.merge))
+    base = resolve_base(repo, context=github_context("merge_group", event, upstream.merge))
 
     assert base == BaseCommit(upstream.m1, "refs/heads/main", "event-base-sha")
 
@@ -219,7 +221,8 @@ def test_environment_is_read_when_no_env_is_given(
     for name, value in github_env("merge_group", event, upstream.m2).items():
         monkeypatch.setenv(name, value)
 
-    assert resolve_base(repo) == BaseCommit(upstream.m1, "merge_group.base_sha", "event-base-sha")
+    assert resolve_base(repo, context=Context.from_env()) == BaseCommit(
+        upstream.m1, "merge_group.base_sha", "event-base-sha")
 
 
 def push_payload(tmp_path: Path, before: str, after: str, *, forced: bool = False) -> Path:
@@ -233,7 +236,7 @@ def test_push_uses_before(upstream: Upstream, tmp_path: Path) -> None:
     repo = clone(upstream.url, tmp_path / "clone")
     event = push_payload(tmp_path, upstream.m1, upstream.m2)
 
-    base = resolve_base(repo, env=github_env("push", event, upstream.m2))
+    base = resolve_base(repo, context=github_context("push", event, upstream.m2))
 
     assert base == BaseCommit(upstream.m1, "refs/heads/main", "event-base-sha")
 
@@ -245,7 +248,7 @@ def test_push_in_shallow_clone_fetches_before_of_a_fast_forward(
     assert not has_commit(repo, upstream.m1)
     event = push_payload(tmp_path, upstream.m1, upstream.m2)
 
-    base = resolve_base(repo, env=github_env("push", event, upstream.m2))
+    base = resolve_base(repo, context=github_context("push", event, upstream.m2))
 
     assert base == BaseCommit(upstream.m1, "refs/heads/main", "event-base-sha")
     assert read_file_at(repo, base.sha, BASELINE) == MAIN_BASELINE.encode()
@@ -260,7 +263,7 @@ def test_push_falls_through_to_remote_default_branch(
     before = {"new-branch": ZERO_SHA, "not-ancestor": upstream.f1, "forced-shallow": upstream.m1}
     event = push_payload(tmp_path, before[case], upstream.m2, forced=case == "forced-shallow")
 
-    base = resolve_base(repo, env=github_env("push", event, upstream.m2))
+    base = resolve_base(repo, context=github_context("push", event, upstream.m2))
 
     assert base == BaseCommit(upstream.m2, "origin/main", "remote-default-branch")
     if case == "forced-shallow":
@@ -277,9 +280,9 @@ def test_explicit_base_ref_wins_over_the_event(
     repo = clone(upstream.url, tmp_path / "clone")
     ref = upstream.m1 if ref == "m1-sha" else ref
     expected = {"feature": upstream.f1, "origin/develop": upstream.d1, upstream.m1: upstream.m1}
-    env = github_env("pull_request", pr_payload(tmp_path, upstream.m2), upstream.merge)
+    context = github_context("pull_request", pr_payload(tmp_path, upstream.m2), upstream.merge)
 
-    assert resolve_base(repo, ref, env) == BaseCommit(expected[ref], ref, "explicit")
+    assert resolve_base(repo, ref, context) == BaseCommit(expected[ref], ref, "explicit")
 
 
 @pytest.mark.parametrize("ref", ["main", "origin/main", "m1-sha"])
@@ -291,7 +294,7 @@ def test_explicit_base_missing_from_ci_checkout_is_fetched(
     expected = upstream.m1 if ref == upstream.m1 else upstream.m2
     assert not has_commit(repo, expected)
 
-    base = resolve_base(repo, ref, env={})
+    base = resolve_base(repo, ref)
 
     assert base == BaseCommit(expected, ref, "explicit")
     assert read_file_at(repo, base.sha, BASELINE) == MAIN_BASELINE.encode()
@@ -301,7 +304,7 @@ def test_fetch_keeps_a_complete_clone_complete(upstream: Upstream, tmp_path: Pat
     repo = clone(upstream.url, tmp_path / "clone", "--single-branch", "--branch", "main")
     assert not has_commit(repo, upstream.d1)
 
-    resolve_base(repo, upstream.d1, env={})
+    resolve_base(repo, upstream.d1)
 
     assert git(repo, "rev-parse", "--is-shallow-repository") == "false"
 
@@ -313,17 +316,17 @@ def test_unknown_base_ref_is_a_gate_error_naming_it(
     repo = clone(upstream.url, tmp_path / "clone")
 
     with pytest.raises(GateError, match=re.escape(f"--base-ref '{ref}' does not name a commit")):
-        resolve_base(repo, ref, env={})
+        resolve_base(repo, ref)
 
 
 def test_unfetchable_base_commit_is_a_gate_error_naming_it(
     upstream: Upstream, tmp_path: Path
 ) -> None:
     repo = clone(upstream.url, tmp_path / "clone", "--depth=1")
-    env = github_env("pull_request", pr_payload(tmp_path, MISSING_SHA), upstream.f1)
+    context = github_context("pull_request", pr_payload(tmp_path, MISSING_SHA), upstream.f1)
 
     with pytest.raises(GateError) as caught:
-        resolve_base(repo, env=env)
+        resolve_base(repo, context=context)
 
     message = str(caught.value)
     assert message.startswith(f"cannot fetch base commit {MISSING_SHA} from origin: ")
@@ -338,7 +341,7 @@ def test_missing_commit_without_origin_is_a_gate_error(tmp_path: Path) -> None:
     commit(repo, "only", {"a.txt": "a\n"})
 
     with pytest.raises(GateError, match=rf"{MISSING_SHA} is not in .* no 'origin' remote"):
-        resolve_base(repo, MISSING_SHA, env={})
+        resolve_base(repo, MISSING_SHA)
 
 
 # No remote: local branches
@@ -354,14 +357,14 @@ def test_no_remote_uses_fork_point_of_local_branch(tmp_path: Path, branch: str) 
     commit(repo, "later on the base branch", {"later.txt": "x\n"})
     git(repo, "checkout", "-q", "feature")
 
-    assert resolve_base(repo, env={}) == BaseCommit(forked, branch, "local-branch")
+    assert resolve_base(repo) == BaseCommit(forked, branch, "local-branch")
 
 
 def test_first_commit_on_main_is_its_own_base(tmp_path: Path) -> None:
     repo = init(tmp_path / "solo")
     first = commit(repo, "first", {BASELINE: MAIN_BASELINE})
 
-    assert resolve_base(repo, env={}) == BaseCommit(first, "main", "local-branch")
+    assert resolve_base(repo) == BaseCommit(first, "main", "local-branch")
 
 
 def test_no_base_can_exist(tmp_path: Path) -> None:
@@ -369,8 +372,8 @@ def test_no_base_can_exist(tmp_path: Path) -> None:
     other = init(tmp_path / "other", "trunk")
     commit(other, "first", {"a.txt": "a\n"})
 
-    assert resolve_base(unborn, env={}) is None
-    assert resolve_base(other, env={}) is None
+    assert resolve_base(unborn) is None
+    assert resolve_base(other) is None
 
 
 # Event payload problems
@@ -383,12 +386,13 @@ def test_malformed_event_payload_is_a_gate_error_naming_the_file(
     event = tmp_path / "event.json"
     event.write_text('{"pull_request": ', encoding="utf-8")
 
-    with pytest.raises(GateError, match=re.escape(f"event payload {event}:1:18: invalid JSON")):
-        resolve_base(repo, env=github_env("pull_request", event, upstream.merge))
+    with pytest.raises(GateError, match=re.escape(
+            f"{event}: cannot read the event payload: JSON:1:18: invalid JSON")):
+        resolve_base(repo, context=github_context("pull_request", event, upstream.merge))
     with pytest.raises(
-        GateError, match=re.escape(f"cannot read GitHub event payload {tmp_path / 'gone.json'}: ")
+        GateError, match=re.escape(f"{tmp_path / 'gone.json'}: cannot read the event payload: ")
     ):
-        resolve_base(repo, env=github_env("push", tmp_path / "gone.json"))
+        resolve_base(repo, context=github_context("push", tmp_path / "gone.json"))
 
 
 def test_event_payload_without_the_base_sha_is_a_gate_error(
@@ -398,7 +402,7 @@ def test_event_payload_without_the_base_sha_is_a_gate_error(
     event = write_event(tmp_path / "event.json", {"pull_request": {"base": {"ref": "main"}}})
 
     with pytest.raises(GateError, match=re.escape(f"{event}: pull_request.base.sha is missing")):
-        resolve_base(repo, env=github_env("pull_request", event, upstream.f1))
+        resolve_base(repo, context=github_context("pull_request", event, upstream.f1))
 
 
 # read_file_at, repo_root, head_sha
@@ -446,6 +450,6 @@ def test_not_a_repository_and_unborn_head_are_gate_errors(tmp_path: Path) -> Non
     with pytest.raises(GateError, match="is not inside a git repository"):
         repo_root(plain)
     with pytest.raises(GateError, match="is not inside a git repository"):
-        resolve_base(plain, env={})
+        resolve_base(plain)
     with pytest.raises(GateError, match="has no commit yet"):
         head_sha(init(tmp_path / "unborn"))
