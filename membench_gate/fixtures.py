@@ -8,6 +8,7 @@ never a silently lower score.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -153,10 +154,17 @@ class SpokenTurn(_Item):
 def keyword_in(keyword: str, text: str) -> bool:
     """Whether ``text`` holds ``keyword`` as whole words, ignoring case and punctuation
     ("tea" is in "Green tea, please" but not in "the team")."""
-    def words(value: str) -> str:
-        return " ".join("".join(ch if ch.isalnum() else " " for ch in value.casefold()).split())
+    return f" {_words(keyword)} " in f" {_words(text)} "
 
-    return f" {words(keyword)} " in f" {words(text)} "
+
+# Everything but letters and digits (str.isalnum); a text is asked about many keywords, so its
+# words are kept.
+_NOT_ALNUM = re.compile(r"[\W_]+")
+
+
+@functools.lru_cache(maxsize=4096)
+def _words(value: str) -> str:
+    return " ".join(_NOT_ALNUM.sub(" ", value.casefold()).split())
 
 
 def _keywords(value: list[str]) -> list[str]:
