@@ -179,24 +179,8 @@ def check(config_path: Path, context: Context, *, base_ref: str | None = None,
         actual, reasons = _results(config, results, verify_determinism, context.ci)
         if outputs.out is not None and results is None:
             write_atomic(outputs.out, dumps_results(actual))
-        base = read_base(config, base_ref, context, config_arg=config_path)
-        if base.inconclusive:
-            reasons.append(base.inconclusive)
-        committed = read_committed(config)
-        verdict = decide(
-            base.baseline,
-            committed.baseline,
-            actual,
-            floors=floors_of(base.floors, config.floors),
-            allow_regression=allow_regression,
-            ci=context.ci,
-            inconclusive=reasons,
-            committed_canonical=committed.canonical,
-            base_breaches=base.breaches,
-            base_config=base.has_config,
-        )
-        verdict.base = base.info
-        verdict.config = str(config_path)
+        verdict, base = _compare(config, context, config_path, actual, reasons, base_ref,
+                                 allow_regression)
         write_outputs(outputs, verdict, actual, base.baseline)
         print(verdict_summary(verdict, actual, base.baseline))
         return verdict.exit_code
@@ -204,6 +188,32 @@ def check(config_path: Path, context: Context, *, base_ref: str | None = None,
         replace_outputs(error_verdict(exc, str(config_path)),
                         [outputs.json, outputs.out, outputs.base_out], [outputs.report])
         raise
+
+
+def _compare(config: Config, context: Context, config_path: Path, actual: Results,
+             reasons: list[str], base_ref: str | None, allow_regression: str | None
+             ) -> tuple[Verdict, BaseSide]:
+    """The verdict on ``actual`` against the base commit's baseline and the committed one;
+    ``reasons`` are why the results cannot be compared at all (INCONCLUSIVE)."""
+    base = read_base(config, base_ref, context, config_arg=config_path)
+    if base.inconclusive:
+        reasons.append(base.inconclusive)
+    committed = read_committed(config)
+    verdict = decide(
+        base.baseline,
+        committed.baseline,
+        actual,
+        floors=floors_of(base.floors, config.floors),
+        allow_regression=allow_regression,
+        ci=context.ci,
+        inconclusive=reasons,
+        committed_canonical=committed.canonical,
+        base_breaches=base.breaches,
+        base_config=base.has_config,
+    )
+    verdict.base = base.info
+    verdict.config = str(config_path)
+    return verdict, base
 
 
 def write_outputs(outputs: Outputs, verdict: Verdict, results: Results, base: Baseline | None
