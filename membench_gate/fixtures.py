@@ -15,7 +15,6 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
@@ -29,10 +28,11 @@ BUILTIN = "builtin"
 
 def data_dir() -> Path:
     """Folder holding ``fixtures/`` and ``templates/``: inside the wheel, or the source checkout."""
-    packaged = Path(str(resources.files("membench_gate"))) / "_data"
+    here = Path(__file__).resolve().parent  # the package's folder (no importlib.resources import)
+    packaged = here / "_data"
     if (packaged / "fixtures").is_dir():
         return packaged
-    return Path(__file__).resolve().parent.parent
+    return here.parent
 
 
 def parse_time(value: str, where: str) -> datetime:
