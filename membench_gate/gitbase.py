@@ -244,6 +244,7 @@ class Repo:
             f"cannot fetch base commit {sha} from origin: {problem or 'it is not a commit'}"))
 
     def has_origin(self) -> bool:
+        """Whether there is an ``origin`` remote to fetch a missing base from (asked once)."""
         if self._origin is None:
             self._origin = "origin" in self._output("remote").split()
         return self._origin
