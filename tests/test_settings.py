@@ -68,3 +68,20 @@ def test_verify_determinism_input_is_a_checked_flag() -> None:
     assert not Settings.from_env({}).verify_determinism
     with pytest.raises(GateError, match="input verify-determinism: expected true or false"):
         Settings.from_env({"MEMBENCH_VERIFY_DETERMINISM": "twice"})
+
+
+@pytest.mark.parametrize(("env", "ci"), [
+    ({}, False), ({"CI": "true"}, True), ({"CI": "0"}, False), ({"CI": " Off "}, False),
+    ({"GITHUB_ACTIONS": "true"}, True), ({"CI": "false", "GITHUB_ACTIONS": "1"}, True),
+    ({"CI": "yes-please"}, True),
+])
+def test_ci_is_either_variable_set_to_anything_but_a_false_word(env: dict[str, str], ci: bool) -> None:
+    assert Context.from_env(env).ci is ci
+
+
+def test_the_context_keeps_the_run_sha_and_the_environment_for_child_processes() -> None:
+    env = {"GITHUB_SHA": "a" * 40, "PATH": "/bin"}
+    context = Context.from_env(env)
+    assert context.sha == "a" * 40
+    assert context.environ == env
+    assert context == Context.from_env({"GITHUB_SHA": "a" * 40})  # not part of what it says
