@@ -1,22 +1,27 @@
 """``membench.toml`` → a validated :class:`Config`.
 
-Unknown keys are errors with a did-you-mean suggestion: a typo in a gate config must never silently
-turn a check off.
+Each table of the file is a pydantic model declared once below (docs/config.md is the reference
+they implement): a typo in a gate config must never silently turn a check off, so unknown keys are
+errors with a did-you-mean suggestion, values are never converted (``k = "5"`` is refused, not
+read as 5), and every number must be finite and in range. Whatever is wrong, the error is one line
+naming the file and the key.
 """
 
 from __future__ import annotations
 
-import math
 import sys
+import typing
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from rapidfuzz import process
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic.fields import FieldInfo
+from pydantic_core import PydanticCustomError
 
 from membench_gate import metrics
 from membench_gate.errors import GateError
-from membench_gate.results import check_numbers
+from membench_gate.results import check_numbers, read_text
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -25,22 +30,161 @@ else:  # pragma: no cover - exercised on 3.10 only
 
 DEFAULT_CONFIG = "membench.toml"
 REFERENCE_ADAPTER = "membench_gate.reference:ReferenceMemory"
+DEFAULT_TIMEOUT = 60.0
+# The range of every number a config holds: TOML has nan and inf literals, and a number that is
+# absurd for its key (k = 1e9, a λ of 1e30, timeout = inf) is a mistake to name, not to run.
+MAX_TIMEOUT = 86400.0
+MAX_LAMBDA = 1000
+MAX_FLOOR = 1e6
 
-# Every suite's options and their defaults. The defaults are written into the recorded config, so a
-# run is fully described by its results file.
-SUITE_OPTIONS: dict[str, dict[str, Any]] = {
-    "veto": {"fixtures": ["builtin"], "k": 5},
-    "abstention": {"fixtures": ["builtin"], "k": 5, "lambdas": [1, 2, 5, 10], "shuffle_seed": 7},
-    "push": {"fixtures": ["builtin"], "budget": 3},
-    "writeback": {"fixtures": ["builtin"], "k": 5},
-    "recall": {"fixtures": ["builtin"], "k": 10},
+
+def _problem(message: str) -> PydanticCustomError:
+    """A validation error whose message is ours (pydantic's would prefix "Value error, ")."""
+    return PydanticCustomError("config", "{message}", {"message": message})
+
+
+class _Table(BaseModel):
+    """A TOML table: unknown keys refused, values taken as written (no conversion)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+# A field's ``description`` says what a value must be: the error for a bad value is built from it
+# (for a table of values, such as [floors], it says what each value must be).
+Count = Annotated[int, Field(ge=1, le=1000, description="an integer from 1 to 1000")]
+Seed = Annotated[int, Field(ge=0, le=2**32 - 1, description=f"an integer from 0 to {2**32 - 1}")]
+Name = Annotated[str, Field(min_length=1)]
+
+
+def _distinct(lambdas: list[float]) -> list[float]:
+    if len({float(lam) for lam in lambdas}) != len(lambdas):
+        raise _problem("a value is repeated")
+    return lambdas
+
+
+# Integers stay integers: the options are recorded and hashed as written ([1, 2] is not [1.0, 2.0]).
+Lambdas = Annotated[
+    list[Annotated[int, Field(ge=0, le=MAX_LAMBDA)]
+         | Annotated[float, Field(ge=0, le=MAX_LAMBDA, allow_inf_nan=False)]],
+    Field(min_length=1, description=f"a non-empty list of finite numbers from 0 to {MAX_LAMBDA}"),
+    AfterValidator(_distinct),
+]
+
+
+class SuiteOptions(_Table):
+    """What every suite's table holds. All of a suite's options, defaults included, are recorded
+    in results and baselines and hashed into ``fixtures_hash``: a run is described by its file."""
+
+    fixtures: Annotated[list[Name], Field(min_length=1,
+                                          description="a non-empty list of folder names")] = \
+        ["builtin"]
+
+
+class VetoOptions(SuiteOptions):
+    k: Count = 5
+
+
+class AbstentionOptions(SuiteOptions):
+    k: Count = 5
+    lambdas: Lambdas = [1, 2, 5, 10]  # preregistered: part of the measurement
+    shuffle_seed: Seed = 7
+
+
+class PushOptions(SuiteOptions):
+    budget: Count = 3
+
+
+class WritebackOptions(SuiteOptions):
+    k: Count = 5
+
+
+class RecallOptions(SuiteOptions):
+    k: Count = 10
+
+
+class Suites(_Table):
+    """``[suites]``: a suite runs when its table is present."""
+
+    abstention: AbstentionOptions | None = None
+    push: PushOptions | None = None
+    recall: RecallOptions | None = None
+    veto: VetoOptions | None = None
+    writeback: WritebackOptions | None = None
+
+
+class AdapterTable(_Table):
+    """``[adapter]``: the system under test (docs/adapters.md)."""
+
+    python: Annotated[str, Field(pattern=r"^[^:]*:[^:]*$")] | None = Field(
+        None, description="a string 'module:attr'")
+    command: Annotated[list[Name], Field(min_length=1)] | None = Field(
+        None, description='a non-empty list of strings (an argv, e.g. ["node", "bench/adapter.js"])')
+    options: dict[str, Any] = Field(default_factory=dict)
+    timeout: Annotated[float, Field(
+        gt=0, le=MAX_TIMEOUT, allow_inf_nan=False,
+        description=f"a number of seconds, more than 0 and at most {MAX_TIMEOUT:g}",
+    )] = DEFAULT_TIMEOUT
+
+    @model_validator(mode="after")
+    def _one_target(self) -> AdapterTable:
+        if self.python is not None and self.command is not None:
+            raise _problem("takes exactly one of command and python")
+        return self
+
+
+class GateTable(_Table):
+    """``[gate]``: where the committed baseline is, and whether holdout items count."""
+
+    baseline: Annotated[str, Field(min_length=1, description="a relative path")] = \
+        "baselines/main.json"
+    include_holdout: Annotated[bool, Field(description="true or false")] = False
+
+
+def _floor_key(key: str) -> str:
+    """``suite/condition:metric``, naming a cell and a metric this version knows."""
+    cell, sep, metric = key.partition(":")
+    suite, slash, condition = cell.partition("/")
+    if not sep or not slash or not suite or not condition or not metric:
+        raise _problem("key must be 'suite/condition:metric'")
+    if not metrics.known_cell(cell):
+        raise _problem(f"unknown cell {cell!r}{_suggest(cell, metrics.CELLS)}")
+    if metrics.spec(metric).suite == "?":
+        known = [m for m in metrics.REGISTRY if not m.startswith("net_at_")]
+        raise _problem(f"unknown metric {metric!r}{_suggest(metric, known)}")
+    return key
+
+
+Floors = Annotated[
+    dict[Annotated[str, AfterValidator(_floor_key)],
+         Annotated[float, Field(ge=-MAX_FLOOR, le=MAX_FLOOR, allow_inf_nan=False)]],
+    Field(description="a finite number (|x| <= 1e6)"),
+]
+
+
+class ConfigFile(_Table):
+    """The whole ``membench.toml``."""
+
+    adapter: AdapterTable = Field(default_factory=AdapterTable)
+    suites: Suites = Field(default_factory=Suites)
+    gate: GateTable = Field(default_factory=GateTable)
+    # ">=" for a higher-is-better metric, "<=" for a lower one; not recorded (rule 2 reads both
+    # the base commit's and the working tree's).
+    floors: Floors = Field(default_factory=dict)
+
+
+def _table_model(annotation: Any) -> type[BaseModel] | None:
+    """The model of a table field (``X`` or ``X | None``), or None for a value."""
+    for candidate in (annotation, *typing.get_args(annotation)):
+        if isinstance(candidate, type) and issubclass(candidate, BaseModel):
+            return candidate
+    return None
+
+
+SUITE_OPTIONS: dict[str, type[SuiteOptions]] = {
+    name: typing.cast("type[SuiteOptions]", _table_model(info.annotation))
+    for name, info in Suites.model_fields.items()
 }
 SUITE_NAMES = tuple(sorted(SUITE_OPTIONS))
-_TOP_KEYS = ("adapter", "suites", "gate", "floors")
-_ADAPTER_KEYS = ("python", "command", "options", "timeout")
-DEFAULT_TIMEOUT = 60.0
-MAX_TIMEOUT = 86400.0
-_GATE_KEYS = ("baseline", "include_holdout")
 
 
 @dataclass(frozen=True)
@@ -51,7 +195,7 @@ class Config:
     adapter: str
     adapter_options: dict[str, Any]
     adapter_command: tuple[str, ...] | None
-    suites: dict[str, dict[str, Any]]
+    suites: dict[str, SuiteOptions]
     baseline: str
     include_holdout: bool
     floors: dict[str, float] = field(default_factory=dict)
@@ -78,10 +222,14 @@ class Config:
     def with_holdout(self, include: bool) -> Config:
         return replace(self, include_holdout=self.include_holdout or include)
 
+    def suite_record(self, name: str) -> dict[str, Any]:
+        """A suite's options as recorded and hashed: every option, defaults included."""
+        return self.suites[name].model_dump()
+
     def record(self) -> dict[str, Any]:
         """What results and baselines record: the measurement plus the adapter, for information."""
         return {
-            "suites": self.suites,
+            "suites": {name: self.suite_record(name) for name in self.suites},
             "include_holdout": self.include_holdout,
             "adapter": self.adapter_record(),
         }
@@ -99,22 +247,53 @@ class Config:
         return adapter_argv(self.adapter_command, self.adapter, [Path.cwd()])
 
 
-def _suggest(key: str, choices: tuple[str, ...] | list[str]) -> str:
+def _suggest(key: str, choices: typing.Iterable[str]) -> str:
+    from rapidfuzz import process  # only a mistake needs it: reading a good config never does
+
     match = process.extractOne(key, list(choices), score_cutoff=60)
     return f" (did you mean {match[0]!r}?)" if match else ""
 
 
-def _check_keys(table: dict[str, Any], allowed: tuple[str, ...] | list[str], where: str,
-                label: str) -> None:
-    for key in table:
-        if key not in allowed:
-            raise GateError(f"{label}: unknown key {where}{key!r}{_suggest(key, allowed)}")
+def _locate(loc: tuple[int | str, ...]) -> tuple[str, FieldInfo | None, type[BaseModel] | None]:
+    """Where a validation error is, as the file spells it (``suites.veto.k``, ``floors.'a/b:c'``),
+    with the field it falls in and, when it is a table of known keys, that table's model."""
+    model: type[BaseModel] | None = ConfigFile
+    info: FieldInfo | None = None
+    parts: list[str] = []
+    for part in loc:
+        if model is not None and isinstance(part, str) and part in model.model_fields:
+            info = model.model_fields[part]
+            model = _table_model(info.annotation)
+            parts.append(part)
+        elif (model is None and info is not None and isinstance(part, str)
+              and typing.get_origin(info.annotation) is dict):
+            parts.append(repr(part))  # a key of a free table ([floors])
+            break
+        else:
+            break  # a list index or a union member: the field is what the user wrote
+    return ".".join(parts), info, model
 
 
-def _table(value: Any, where: str, label: str) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise GateError(f"{label}: {where} must be a table")
-    return value
+def _message(label: str, exc: ValidationError) -> str:
+    """One line for a validation error: an unknown key first (with its did-you-mean), else the
+    first problem, said with the field's description when it has one."""
+    errors = exc.errors()
+    error = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
+    loc, value = tuple(error["loc"]), error.get("input")
+    if error["type"] == "extra_forbidden":
+        where, _, model = _locate(loc[:-1])
+        key = str(loc[-1])
+        return (f"{label}: unknown key {where + '.' if where else ''}{key!r}"
+                f"{_suggest(key, model.model_fields) if model else ''}")
+    where, info, model = _locate(loc)
+    if error["type"] in ("model_type", "model_attributes_type", "dict_type"):
+        return f"{label}: [{where}] must be a table"
+    if error["type"] == "config":
+        return f"{label}: [{where}] {error['msg']}" if model else f"{label}: {where}: {error['msg']}"
+    got = "" if isinstance(value, (dict, list)) else f", got {value!r}"
+    if info is not None and info.description:
+        return f"{label}: {where} must be {info.description}{got}"
+    return f"{label}: {where}: {error['msg']}{got}"
 
 
 def parse_toml(text: str, label: str) -> dict[str, Any]:
@@ -128,137 +307,52 @@ def parse_toml(text: str, label: str) -> dict[str, Any]:
         raise GateError(f"{label}: invalid TOML: {str(exc).splitlines()[0]}") from exc
 
 
-def _number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+def _validate(data: dict[str, Any], label: str) -> ConfigFile:
+    try:
+        return ConfigFile.model_validate(data)
+    except ValidationError as exc:
+        raise GateError(_message(label, exc)) from exc
 
 
-# The range of every number a config holds: TOML has nan and inf literals, and a number that is
-# absurd for its key (k = 1e9, a λ of 1e30, timeout = inf) is a mistake to name, not to run.
-INT_RANGES = {"k": (1, 1000), "budget": (1, 1000), "shuffle_seed": (0, 2**32 - 1)}
-MAX_LAMBDA = 1000
-MAX_FLOOR = 1e6
-
-
-def _in_range(value: Any, low: float, high: float) -> bool:
-    """A finite number within [low, high] (bools are not numbers here)."""
-    return (_number(value) and (isinstance(value, int) or math.isfinite(value))
-            and low <= value <= high)
-
-
-def _suite_options(name: str, table: dict[str, Any], label: str) -> dict[str, Any]:
-    defaults = SUITE_OPTIONS[name]
-    _check_keys(table, list(defaults), f"suites.{name}.", label)
-    options = {**defaults, **table}
-    where = f"suites.{name}"
-    fixtures = options["fixtures"]
-    if (not isinstance(fixtures, list) or not fixtures
-            or not all(isinstance(f, str) and f for f in fixtures)):
-        raise GateError(f"{label}: {where}.fixtures must be a non-empty list of folder names")
-    for key, (low, high) in INT_RANGES.items():
-        if key in options and (not isinstance(options[key], int) or isinstance(options[key], bool)
-                               or not low <= options[key] <= high):
-            raise GateError(f"{label}: {where}.{key} must be an integer from {low} to {high}, "
-                            f"got {options[key]!r}")
-    if "lambdas" in options:
-        lams = options["lambdas"]
-        if (not isinstance(lams, list) or not lams
-                or not all(_in_range(x, 0, MAX_LAMBDA) for x in lams)):
-            raise GateError(f"{label}: {where}.lambdas must be a non-empty list of finite numbers "
-                            f"from 0 to {MAX_LAMBDA}")
-        if len({float(x) for x in lams}) != len(lams):
-            raise GateError(f"{label}: {where}.lambdas has a repeated value")
-    return options
+def parse_suite_options(suite: str, options: Any, label: str) -> SuiteOptions:
+    """A suite's options as a results file records them (``config.suites.<suite>``), typed."""
+    parsed = getattr(_validate({"suites": {suite: options}}, label).suites, suite)
+    return typing.cast("SuiteOptions", parsed)
 
 
 def parse_floors(raw: Any, label: str) -> dict[str, float]:
     """Validate a ``[floors]`` table: ``"suite/condition:metric" = number``."""
-    floors: dict[str, float] = {}
-    for key, value in _table(raw, "[floors]", label).items():
-        cell, sep, metric = key.partition(":")
-        suite, slash, condition = cell.partition("/")
-        if not sep or not slash or not suite or not condition or not metric:
-            raise GateError(f"{label}: floors.{key!r}: key must be 'suite/condition:metric'")
-        if not metrics.known_cell(cell):
-            raise GateError(f"{label}: floors.{key!r}: unknown cell {cell!r}"
-                            f"{_suggest(cell, list(metrics.CELLS))}")
-        if metrics.spec(metric).suite == "?":
-            known = [m for m in metrics.REGISTRY if not m.startswith("net_at_")]
-            raise GateError(
-                f"{label}: floors.{key!r}: unknown metric {metric!r}{_suggest(metric, known)}"
-            )
-        if not _in_range(value, -MAX_FLOOR, MAX_FLOOR):
-            raise GateError(f"{label}: floors.{key!r} must be a finite number (|x| <= 1e6), "
-                            f"got {value!r}")
-        floors[key] = float(value)
-    return floors
+    return _validate({"floors": raw}, label).floors
 
 
 def parse_config(text: str, path: Path, label: str | None = None) -> Config:
     """Parse and validate the text of a ``membench.toml`` located at ``path``."""
     label = label or str(path)
-    data = parse_toml(text, label)
-    _check_keys(data, _TOP_KEYS, "", label)
-
-    adapter = _table(data.get("adapter", {}), "[adapter]", label)
-    _check_keys(adapter, _ADAPTER_KEYS, "adapter.", label)
-    if "command" in adapter and "python" in adapter:
-        raise GateError(f"{label}: [adapter] takes exactly one of command and python")
-    command = adapter.get("command")
-    if command is not None and (not isinstance(command, list) or not command
-                                or not all(isinstance(a, str) and a for a in command)):
-        raise GateError(f"{label}: adapter.command must be a non-empty list of strings "
-                        '(an argv, e.g. ["node", "bench/adapter.js"])')
-    target = adapter.get("python", REFERENCE_ADAPTER if command is None else "")
-    if not isinstance(target, str) or (command is None and target.count(":") != 1):
-        raise GateError(f"{label}: adapter.python must be a string 'module:attr'")
-    options = dict(_table(adapter.get("options", {}), "[adapter.options]", label))
+    data = _validate(parse_toml(text, label), label)
+    adapter = data.adapter
     # Recorded in every results file: a number there must be writable (not nan, not 1e300).
-    check_numbers(options, label, "adapter.options")
-    timeout = adapter.get("timeout", DEFAULT_TIMEOUT)
-    if not _number(timeout) or not 0 < timeout <= MAX_TIMEOUT:
-        raise GateError(f"{label}: adapter.timeout must be a number of seconds, more than 0 and "
-                        f"at most {MAX_TIMEOUT:g}, got {timeout!r}")
-
-    suites_raw = _table(data.get("suites", {}), "[suites]", label)
-    _check_keys(suites_raw, SUITE_NAMES, "suites.", label)
-    suites = {
-        name: _suite_options(name, _table(suites_raw[name], f"[suites.{name}]", label), label)
-        for name in sorted(suites_raw)
-    }
+    check_numbers(adapter.options, label, "adapter.options")
+    suites = {name: options for name in SUITE_NAMES
+              if (options := getattr(data.suites, name)) is not None}
     if not suites:
         raise GateError(f"{label}: no suite enabled (add a "
                         f"{', '.join(f'[suites.{n}]' for n in SUITE_NAMES)} table)")
-
-    gate = _table(data.get("gate", {}), "[gate]", label)
-    _check_keys(gate, _GATE_KEYS, "gate.", label)
-    baseline = gate.get("baseline", "baselines/main.json")
-    if not isinstance(baseline, str) or not baseline:
-        raise GateError(f"{label}: gate.baseline must be a relative path")
-    include_holdout = gate.get("include_holdout", False)
-    if not isinstance(include_holdout, bool):
-        raise GateError(f"{label}: gate.include_holdout must be true or false")
-
     return Config(
         path=path,
-        adapter=target,
-        adapter_options=options,
-        adapter_command=tuple(command) if command is not None else None,
+        adapter=adapter.python or (REFERENCE_ADAPTER if adapter.command is None else ""),
+        adapter_options=dict(adapter.options),
+        adapter_command=tuple(adapter.command) if adapter.command is not None else None,
         suites=suites,
-        baseline=baseline,
-        include_holdout=include_holdout,
-        floors=parse_floors(data.get("floors", {}), label),
-        timeout=float(timeout),
+        baseline=data.gate.baseline,
+        include_holdout=data.gate.include_holdout,
+        floors=data.floors,
+        timeout=adapter.timeout,
     )
 
 
 def load_config(path: Path) -> Config:
     """Read ``membench.toml`` from disk."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError as exc:
-        raise GateError(f"{path}: config file not found (pass --config)") from exc
-    except (OSError, UnicodeDecodeError) as exc:
-        raise GateError(f"{path}: cannot read config: {exc}") from exc
+    text = read_text(path, str(path), "config file", hint=" (pass --config)")
     return parse_config(text, path.resolve(), label=str(path))
 
 

@@ -21,7 +21,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from membench_gate.errors import GateError
-from membench_gate.results import load_json, validation_message
+from membench_gate.results import load_json, read_text, validation_message
 
 BUILTIN = "builtin"
 
@@ -294,13 +294,7 @@ def digest(payload: Any) -> str:
 
 
 def _read_json(path: Path, label: str) -> Any:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError as exc:
-        raise GateError(f"{label}: fixture file not found") from exc
-    except (OSError, UnicodeDecodeError) as exc:
-        raise GateError(f"{label}: cannot read fixture file: {exc}") from exc
-    return load_json(text, label)
+    return load_json(read_text(path, label, "fixture file"), label)
 
 
 def _folder(entry: str, suite: str, base_dir: Path) -> tuple[Path, str]:

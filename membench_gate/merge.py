@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from membench_gate import __version__
+from membench_gate.config import parse_suite_options
 from membench_gate.errors import GateError
 from membench_gate.results import Cell, Receipt, Results, normalize, parse_results, read_file
 from membench_gate.shard import Shard, parse_shard
@@ -73,7 +74,9 @@ def _suite_of(label: str, cell: str, results: Results) -> str:
     return suite
 
 
-def _score(suite: str, records: Records, options: dict[str, Any], label: str) -> SuiteRun:
+def _score(suite: str, records: Records, recorded: Any, label: str) -> SuiteRun:
+    """The suite's cells from ``records``, under the options the part's config ``recorded``."""
+    options = parse_suite_options(suite, recorded, f"{label}: config")
     try:
         return registry()[suite].score(records, options)
     except (KeyError, TypeError, ValueError, AttributeError) as exc:

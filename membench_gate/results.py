@@ -352,6 +352,17 @@ def parse_results(data: bytes | str, label: str) -> Results:
         raise GateError(validation_message(label, exc)) from exc
 
 
+def read_text(path: Path, label: str, what: str, hint: str = "") -> str:
+    """A UTF-8 text file the user wrote (a config, a fixture): one ``GateError`` line naming
+    ``what`` it is when it is missing or unreadable (``hint`` says what to do when missing)."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError as exc:
+        raise GateError(f"{label}: {what} not found{hint}") from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        raise GateError(f"{label}: cannot read {what}: {exc}") from exc
+
+
 def read_file(path: Path, label: str | None = None) -> bytes:
     try:
         return path.read_bytes()

@@ -85,11 +85,11 @@ def load_fixtures(config: Config) -> tuple[str, dict[str, SuiteFixtures]]:
     results file against)."""
     suites = registry()
     loaded = {
-        name: load_suite(name, options["fixtures"], config.base_dir, config.include_holdout)
+        name: load_suite(name, options.fixtures, config.base_dir, config.include_holdout)
         for name, options in config.suites.items()
     }
     digest = fixtures_hash(config.include_holdout, [
-        (name, suites[name].SCORER_VERSION, config.suites[name], loaded[name].files)
+        (name, suites[name].SCORER_VERSION, config.suite_record(name), loaded[name].files)
         for name in loaded
     ])
     return digest, loaded

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from membench_gate import Answer, Hit, Query, Record
+from membench_gate.config import RecallOptions, VetoOptions
 from membench_gate.errors import GateError
 from membench_gate.fixtures import load_suite
 from membench_gate.metrics import explain, gate_kind, known_cell
@@ -73,7 +74,7 @@ def run_recall(tmp_path: Path, queries: list[dict[str, Any]], adapter: Scripted,
                include_holdout: bool = False) -> Any:
     recall_folder(tmp_path, queries)
     fx = load_suite("recall", ["rec"], tmp_path, include_holdout)
-    return recall.run(fx, adapter, {"k": k})
+    return recall.run(fx, adapter, RecallOptions(k=k))
 
 
 def test_session_gold_matches_any_turn_of_the_session(tmp_path: Path) -> None:
@@ -253,7 +254,7 @@ def veto_folder(tmp_path: Path, scenarios: list[dict[str, Any]],
 def run_veto(tmp_path: Path, scenarios: list[dict[str, Any]], adapter: Scripted) -> Any:
     veto_folder(tmp_path, scenarios)
     fx = load_suite("veto", ["veto"], tmp_path, False)
-    return veto.run(fx, adapter, {"k": 3})
+    return veto.run(fx, adapter, VetoOptions(k=3))
 
 
 def test_lifecycle_pass_rule_follows_supersession_chains(tmp_path: Path) -> None:

@@ -21,6 +21,7 @@ from gitrepos import clone
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from membench_gate.config import parse_suite_options
 from membench_gate.errors import GateError
 from membench_gate.merge import merge
 from membench_gate.results import Cell, Receipt, Results, dumps_results, parse_results
@@ -78,7 +79,7 @@ def assemble(records: dict[str, Records], shard: Shard | None) -> Results:
         kept = {cell: {i: r for i, r in recs.items() if shard is None or shard.holds(suite, i)}
                 for cell, recs in suite_records.items()}
         run = registry()[suite].score({c: r for c, r in kept.items() if r},
-                                      CONFIG["suites"][suite])
+                                      parse_suite_options(suite, CONFIG["suites"][suite], "CONFIG"))
         for name, cell in run.cells.items():
             cells[name] = Cell(metrics=cell.metrics, gold_total=cell.gold_total, failed=cell.failed)
             digests[name] = {i: f"d-{suite}-{i}" for i in run.items[name]}

@@ -5,7 +5,8 @@ gold ids (``gold``), what came back (``hits``: ranked ``{id, score}``, or ``inje
 and whether the system abstained, besides its ``outcome``: enough to debug one item from the results
 file alone (``membench-gate show``). Each module exposes ``SCORER_VERSION`` (bumped when
 scoring changes, which makes the next run a corpus change), ``run(fixtures, session, options,
-progress)`` and ``score(records, options)``.
+progress)`` and ``score(records, options)``, where ``options`` is the suite's validated table of
+``membench.toml`` (``config.VetoOptions``, …: ``options.k``).
 
 Ask, then score: ``run`` asks the adapter and keeps one *record* per item (cell -> item id ->
 detail), then hands the records to ``score``, a pure function that derives every metric, the

@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from membench_gate.adapter import Answer, Query, Record
+from membench_gate.config import AbstentionOptions
 from membench_gate.fixtures import Probe, SuiteFixtures
 from membench_gate.metrics import net_metric
 from membench_gate.rpc import SuiteSession
@@ -74,9 +75,9 @@ def _ingest(session: SuiteSession, fx: SuiteFixtures, ids: list[str]) -> None:
     session.ingest([Record(id=ident, text=fact.text) for ident, fact in zip(ids, fx.facts, strict=True)])
 
 
-def run(fx: SuiteFixtures, session: SuiteSession, options: dict[str, Any],
+def run(fx: SuiteFixtures, session: SuiteSession, options: AbstentionOptions,
         progress: Progress | None = None) -> SuiteRun:
-    k = int(options["k"])
+    k = options.k
     probes = [p for p in fx.probes if p.id in fx.digests]
     real_ids = [f.id for f in fx.facts]
     total = 2 * len(probes)
@@ -88,7 +89,7 @@ def run(fx: SuiteFixtures, session: SuiteSession, options: dict[str, Any],
         if progress:
             progress("abstention", done, total)
 
-    shuffled_ids = derangement(real_ids, int(options["shuffle_seed"]))
+    shuffled_ids = derangement(real_ids, options.shuffle_seed)
     _ingest(session, fx, shuffled_ids)
     shuffled: dict[str, Answer] = {}
     for done, probe in enumerate(probes, len(probes) + 1):
@@ -118,13 +119,13 @@ def run(fx: SuiteFixtures, session: SuiteSession, options: dict[str, Any],
     return score({"abstention/default": records} if records else {}, options)
 
 
-def score(records: Records, options: dict[str, Any]) -> SuiteRun:
+def score(records: Records, options: AbstentionOptions) -> SuiteRun:
     """NET(λ) and counts of the probes, and the two controls judged from every probe's record."""
     probes = records.get("abstention/default", {})
     result = SuiteRun()
     if not probes:
         return result
-    lambdas = [float(x) for x in options["lambdas"]]
+    lambdas = [float(x) for x in options.lambdas]
     lam1 = net_metric(1.0)
     control_lambdas = sorted({*lambdas, 1.0})
     floor_metrics = _tally([p["judged_floor_off"] for p in probes.values()], control_lambdas)

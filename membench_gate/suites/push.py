@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from membench_gate.adapter import Query, Record
+from membench_gate.config import PushOptions
 from membench_gate.fixtures import SuiteFixtures
 from membench_gate.rpc import SuiteSession
 from membench_gate.suites import Progress, Records, SuiteRun, outcome, ratio
@@ -19,9 +20,9 @@ from membench_gate.suites import Progress, Records, SuiteRun, outcome, ratio
 SCORER_VERSION = 1
 
 
-def run(fx: SuiteFixtures, session: SuiteSession, options: dict[str, Any],
+def run(fx: SuiteFixtures, session: SuiteSession, options: PushOptions,
         progress: Progress | None = None) -> SuiteRun:
-    budget = int(options["budget"])
+    budget = options.budget
     total = sum(len(c.turns) for c in fx.conversations)
     done = 0
     records: dict[str, dict[str, Any]] = {}
@@ -58,7 +59,7 @@ def run(fx: SuiteFixtures, session: SuiteSession, options: dict[str, Any],
     return score({"push/default": records} if records else {}, options)
 
 
-def score(records: Records, options: dict[str, Any]) -> SuiteRun:
+def score(records: Records, options: PushOptions) -> SuiteRun:
     """Know-to-ask, false fires, precision, recall and isolation from each turn's injection."""
     result = SuiteRun()
     for cell, turns in records.items():

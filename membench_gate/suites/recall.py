@@ -22,6 +22,7 @@ import math
 from typing import Any
 
 from membench_gate.adapter import Answer, Query, Record
+from membench_gate.config import RecallOptions
 from membench_gate.fixtures import CorpusItem, RecallQuery, SuiteFixtures, parse_time
 from membench_gate.rpc import SuiteSession
 from membench_gate.suites import Progress, Records, SuiteRun, hit_list, outcome, ratio
@@ -88,10 +89,10 @@ def _ndcg(item: dict[str, Any], k: int) -> float:
     return dcg / ideal if ideal else 0.0
 
 
-def score(records: Records, options: dict[str, Any]) -> SuiteRun:
+def score(records: Records, options: RecallOptions) -> SuiteRun:
     """Each cell's metrics and outcomes from its queries' records alone: an answerable query
     passes when a gold id matched within k, an unanswerable one when the system abstained."""
-    k = int(options["k"])
+    k = options.k
     result = SuiteRun()
     for cell, items in records.items():
         outcomes: dict[str, dict[str, Any]] = {}
@@ -131,9 +132,9 @@ def _groups(queries: list[RecallQuery]) -> list[tuple[tuple[str, ...] | None, li
     return list(groups.items())
 
 
-def run(fx: SuiteFixtures, session: SuiteSession, options: dict[str, Any],
+def run(fx: SuiteFixtures, session: SuiteSession, options: RecallOptions,
         progress: Progress | None = None) -> SuiteRun:
-    k = int(options["k"])
+    k = options.k
     queries = [q for q in fx.queries if q.id in fx.digests]
     session_of = {item.id: item.session for item in fx.history}
     everything = [_record(item) for item in fx.history]

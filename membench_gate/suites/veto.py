@@ -18,6 +18,7 @@ import math
 from typing import Any
 
 from membench_gate.adapter import Query, Record
+from membench_gate.config import VetoOptions
 from membench_gate.fixtures import SuiteFixtures, parse_time, predecessors
 from membench_gate.rpc import SuiteSession
 from membench_gate.suites import Progress, Records, SuiteRun, hit_list, outcome, ratio
@@ -39,9 +40,9 @@ def _record(d: Any) -> Record:
     )
 
 
-def run(fx: SuiteFixtures, session: SuiteSession, options: dict[str, Any],
+def run(fx: SuiteFixtures, session: SuiteSession, options: VetoOptions,
         progress: Progress | None = None) -> SuiteRun:
-    k = int(options["k"])
+    k = options.k
     session.reset()
     session.ingest([_record(d) for d in fx.decisions])
     decisions = {d.id: d for d in fx.decisions}
@@ -85,7 +86,7 @@ def run(fx: SuiteFixtures, session: SuiteSession, options: dict[str, Any],
     return score(records, options)
 
 
-def score(records: Records, options: dict[str, Any]) -> SuiteRun:
+def score(records: Records, options: VetoOptions) -> SuiteRun:
     """Each cell's metrics from its scenarios' records: a scenario passes when the veto ranks
     within k and (lifecycle) no superseded predecessor ranks above it."""
     result = SuiteRun()

@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from membench_gate.adapter import Answer, Hit, Query, Session, Turn
+from membench_gate.config import WritebackOptions
 from membench_gate.errors import GateError
 from membench_gate.fixtures import SuiteFixtures, WritebackSession, keyword_in
 from membench_gate.rpc import SuiteSession
@@ -67,12 +68,12 @@ def _as_session(s: WritebackSession) -> Session:
                    turns=tuple(Turn(t.id, t.speaker, t.text) for t in s.turns))
 
 
-def run(fx: SuiteFixtures, session: SuiteSession, options: dict[str, Any],
+def run(fx: SuiteFixtures, session: SuiteSession, options: WritebackOptions,
         progress: Progress | None = None) -> SuiteRun:
     if not session.capabilities.write:
         raise GateError("suite writeback: the adapter does not implement write(session) "
                         "(capabilities.write is false); implement it or remove [suites.writeback]")
-    k = int(options["k"])
+    k = options.k
     total = sum(1 for s in fx.sessions
                 for i in (*s.gold_facts, *s.non_facts, *s.probes) if f"{s.id}.{i.id}" in fx.digests)
     done = 0
@@ -142,7 +143,7 @@ def run(fx: SuiteFixtures, session: SuiteSession, options: dict[str, Any],
     return score(records, options)
 
 
-def score(records: Records, options: dict[str, Any]) -> SuiteRun:
+def score(records: Records, options: WritebackOptions) -> SuiteRun:
     """Fidelity, provenance and leaks from the fidelity items; continuity from the probes."""
     result = SuiteRun()
     fidelity = records.get("writeback/fidelity", {})
