@@ -355,9 +355,43 @@ def _add(fixtures: SuiteFixtures, path: Path, label: str) -> Any:
     return data
 
 
+def _load_arrays(fx: SuiteFixtures, folder: Path, label: str,
+                 *files: tuple[str, type[BaseModel]]) -> list[list[Any]]:
+    """The items of each named file of a folder (a JSON array of ``model`` items), in order."""
+    loaded = []
+    for name, model in files:
+        file_label = f"{label}/{name}"
+        items = _items(model, _add(fx, folder / name, file_label), file_label)
+        fx.origins += [(item.id, file_label) for item in items]
+        loaded.append(items)
+    return loaded
+
+
+def _load_documents(fx: SuiteFixtures, folder: Path, label: str, subfolder: str,
+                    model: type[BaseModel], what: str) -> list[Any]:
+    """One ``model`` object per ``*.json`` file of ``subfolder`` (a conversation, a session), in
+    file name order."""
+    directory = folder / subfolder
+    if not directory.is_dir():
+        raise GateError(f"{label}/{subfolder}: folder not found")
+    loaded = []
+    for path in sorted(directory.glob("*.json")):
+        file_label = f"{label}/{subfolder}/{path.name}"
+        raw = _add(fx, path, file_label)
+        if not isinstance(raw, dict):
+            raise GateError(f"{file_label}: expected a JSON object (one {what})")
+        try:
+            document = model.model_validate(raw)
+        except ValidationError as exc:
+            raise GateError(validation_message(file_label, exc)) from exc
+        loaded.append(document)
+        fx.origins.append((document.id, file_label))
+    return loaded
+
+
 def _load_veto(fx: SuiteFixtures, folder: Path, label: str) -> None:
-    dlabel, slabel = f"{label}/decisions.json", f"{label}/scenarios.json"
-    decisions = _items(Decision, _add(fx, folder / "decisions.json", dlabel), dlabel)
+    (decisions,) = _load_arrays(fx, folder, label, ("decisions.json", Decision))
+    slabel = f"{label}/scenarios.json"
     raw = _add(fx, folder / "scenarios.json", slabel)
     try:
         head = ScenarioFile.model_validate(raw)
@@ -369,57 +403,29 @@ def _load_veto(fx: SuiteFixtures, folder: Path, label: str) -> None:
     scenarios = [(s, as_of) for s in _items(Scenario, head.scenarios, slabel)]
     fx.decisions += decisions
     fx.scenarios += scenarios
-    fx.origins += [(d.id, dlabel) for d in decisions] + [(s.id, slabel) for s, _ in scenarios]
+    fx.origins += [(s.id, slabel) for s, _ in scenarios]
 
 
 def _load_abstention(fx: SuiteFixtures, folder: Path, label: str) -> None:
-    flabel, plabel = f"{label}/facts.json", f"{label}/probes.json"
-    facts = _items(Fact, _add(fx, folder / "facts.json", flabel), flabel)
-    probes = _items(Probe, _add(fx, folder / "probes.json", plabel), plabel)
+    facts, probes = _load_arrays(fx, folder, label, ("facts.json", Fact), ("probes.json", Probe))
     fx.facts += facts
     fx.probes += probes
-    fx.origins += [(f.id, flabel) for f in facts] + [(p.id, plabel) for p in probes]
 
 
 def _load_push(fx: SuiteFixtures, folder: Path, label: str) -> None:
-    conv_dir = folder / "conversations"
-    if not conv_dir.is_dir():
-        raise GateError(f"{label}/conversations: folder not found")
-    for path in sorted(conv_dir.glob("*.json")):
-        clabel = f"{label}/conversations/{path.name}"
-        raw = _add(fx, path, clabel)
-        if not isinstance(raw, dict):
-            raise GateError(f"{clabel}: expected a JSON object (one conversation)")
-        try:
-            conv = Conversation.model_validate(raw)
-        except ValidationError as exc:
-            raise GateError(validation_message(clabel, exc)) from exc
-        fx.conversations.append(conv)
-        fx.origins.append((conv.id, clabel))
+    fx.conversations += _load_documents(fx, folder, label, "conversations", Conversation,
+                                        "conversation")
 
 
 def _load_writeback(fx: SuiteFixtures, folder: Path, label: str) -> None:
-    sessions_dir = folder / "sessions"
-    if not sessions_dir.is_dir():
-        raise GateError(f"{label}/sessions: folder not found")
-    for path in sorted(sessions_dir.glob("*.json")):
-        slabel = f"{label}/sessions/{path.name}"
-        raw = _add(fx, path, slabel)
-        if not isinstance(raw, dict):
-            raise GateError(f"{slabel}: expected a JSON object (one session)")
-        try:
-            session = WritebackSession.model_validate(raw)
-        except ValidationError as exc:
-            raise GateError(validation_message(slabel, exc)) from exc
-        fx.sessions.append(session)
-        fx.origins.append((session.id, slabel))
+    fx.sessions += _load_documents(fx, folder, label, "sessions", WritebackSession, "session")
+
+
 def _load_recall(fx: SuiteFixtures, folder: Path, label: str) -> None:
-    clabel, qlabel = f"{label}/corpus.json", f"{label}/queries.json"
-    corpus = _items(CorpusItem, _add(fx, folder / "corpus.json", clabel), clabel)
-    queries = _items(RecallQuery, _add(fx, folder / "queries.json", qlabel), qlabel)
+    corpus, queries = _load_arrays(fx, folder, label, ("corpus.json", CorpusItem),
+                                   ("queries.json", RecallQuery))
     fx.history += corpus
     fx.queries += queries
-    fx.origins += [(c.id, clabel) for c in corpus] + [(q.id, qlabel) for q in queries]
 
 
 def _label(fx: SuiteFixtures, ident: str) -> str:

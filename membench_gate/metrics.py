@@ -56,7 +56,22 @@ def known_cell(cell: str) -> bool:
     suite, _, condition = cell.partition("/")
     return cell in CELLS or (suite in OPEN_CONDITIONS and bool(_CONDITION.match(condition)))
 
+
 _NET = re.compile(r"^net_at_(?P<lam>\d+(?:\.\d+)?)$")
+
+
+def _invariant(name: str, suite: str, label: str, glossary: str) -> Metric:
+    """A zero-gated metric: a count of violations that must be 0 in every run (rule 1), so lower
+    is better and it moves in units, whatever suite it belongs to."""
+    return Metric(name, suite, "lower", "zero", glossary, label=label, unit="count")
+
+
+def _shown_count(name: str, suite: str, direction: Direction, glossary: str,
+                 label: str = "") -> Metric:
+    """A count shown beside the gated rates to explain them (how many answers were wrong, how
+    many tokens a push costs), never gated itself: it moves in units, not points."""
+    return Metric(name, suite, direction, "report", glossary, label=label, unit="count")
+
 
 REGISTRY: dict[str, Metric] = {
     m.name: m
@@ -83,25 +98,22 @@ REGISTRY: dict[str, Metric] = {
             "ones; abstaining costs nothing.",
             gated_in=("default",),
         ),
-        Metric(
-            "controls_passing", "abstention", "lower", "zero",
-            "Number of abstention controls (floor off, shuffled ids) that did not fail; a control "
-            "that passes means the suite cannot tell good from broken.",
-            label="controls not failing", unit="count",
-        ),
+        _invariant("controls_passing", "abstention", "controls not failing",
+                   "Number of abstention controls (floor off, shuffled ids) that did not fail; a "
+                   "control that passes means the suite cannot tell good from broken."),
         Metric("coverage", "abstention", "higher", "report",
                "Share of probes the system answered instead of abstaining."),
-        Metric("correct", "abstention", "higher", "report",
-               "Probes answered (not abstained) with the gold fact in the top k.", unit="count"),
-        Metric("wrong", "abstention", "lower", "report",
-               "Probes answered without the gold fact in the top k, or answered when nothing "
-               "stored answers them.", unit="count"),
-        Metric("abstain", "abstention", "lower", "report",
-               "Probes the system abstained on (right for unanswerable ones, a miss otherwise).",
-               unit="count"),
-        Metric("crossover_lambda", "abstention", "higher", "report",
-               "The λ at which NET(λ) reaches 0 (correct / wrong); absent when nothing is wrong.",
-               label="crossover λ", unit="count"),
+        _shown_count("correct", "abstention", "higher",
+                     "Probes answered (not abstained) with the gold fact in the top k."),
+        _shown_count("wrong", "abstention", "lower",
+                     "Probes answered without the gold fact in the top k, or answered when "
+                     "nothing stored answers them."),
+        _shown_count("abstain", "abstention", "lower",
+                     "Probes the system abstained on (right for unanswerable ones, a miss "
+                     "otherwise)."),
+        _shown_count("crossover_lambda", "abstention", "higher",
+                     "The λ at which NET(λ) reaches 0 (correct / wrong); absent when nothing is "
+                     "wrong.", label="crossover λ"),
         Metric(
             "know_to_ask_failure_rate", "push", "lower", "gated",
             "Share of turns that should inject a page where nothing from gold or acceptable "
@@ -114,15 +126,12 @@ REGISTRY: dict[str, Metric] = {
                "Share of injected ids that were gold or acceptable (0 when nothing was injected)."),
         Metric("push_recall", "push", "higher", "gated",
                "Share of gold ids that were injected on the turn that called for them."),
-        Metric(
-            "source_isolation_violations", "push", "lower", "zero",
-            "Number of injected ids that belong to another source than the conversation's "
-            "(e.g. a personal page in a work chat).",
-            label="source-isolation violations", unit="count",
-        ),
-        Metric("avg_injected_tokens", "push", "lower", "report",
-               "Mean number of whitespace tokens of page text injected per turn.",
-               label="injected tokens per turn", unit="count"),
+        _invariant("source_isolation_violations", "push", "source-isolation violations",
+                   "Number of injected ids that belong to another source than the "
+                   "conversation's (e.g. a personal page in a work chat)."),
+        _shown_count("avg_injected_tokens", "push", "lower",
+                     "Mean number of whitespace tokens of page text injected per turn.",
+                     label="injected tokens per turn"),
         Metric(
             "write_back_fidelity", "writeback", "higher", "gated",
             "Share of gold facts of a conversation that the memory's own write path kept: a hit "

@@ -118,15 +118,20 @@ class AlwaysAbstain(Mutant):
         return Answer(list(answer.hits), True)
 
 
-class ForgetEverything(Mutant):
+class InjectNothing(Mutant):
+    name = "inject-nothing"
+    description = "never pushes anything"
+
+    def mutate_push(self, ids: list[str], query: Query) -> list[str]:
+        return []
+
+
+class ForgetEverything(InjectNothing):
     name = "forget-everything"
     description = "returns no hits and pushes nothing, abstaining always"
 
     def mutate_answer(self, answer: Answer, query: Query) -> Answer:
         return Answer([], True)
-
-    def mutate_push(self, ids: list[str], query: Query) -> list[str]:
-        return []
 
 
 class InjectEveryTurn(Mutant):
@@ -135,14 +140,6 @@ class InjectEveryTurn(Mutant):
 
     def mutate_push(self, ids: list[str], query: Query) -> list[str]:
         return self.known(query.source)[:query.k]
-
-
-class InjectNothing(Mutant):
-    name = "inject-nothing"
-    description = "never pushes anything"
-
-    def mutate_push(self, ids: list[str], query: Query) -> list[str]:
-        return []
 
 
 class InjectForeignSource(Mutant):

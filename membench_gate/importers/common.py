@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from membench_gate.errors import GateError
+from membench_gate.results import read_text
 
 IMPORTER_VERSION = 1
 
@@ -45,18 +46,9 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _read_text(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError as exc:
-        raise SourceError(f"{path}: file not found") from exc
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SourceError(f"{path}: cannot read: {exc}") from exc
-
-
 def read_json(path: Path, expected: str) -> Any:
     """Parse a JSON source file; any failure names the file and the format expected."""
-    text = _read_text(path)
+    text = read_text(path, str(path), "file")
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
@@ -66,7 +58,7 @@ def read_json(path: Path, expected: str) -> Any:
 
 def read_jsonl(path: Path, expected: str) -> list[tuple[int, Any]]:
     """(line number, parsed object) for every non-blank line of a JSON Lines file."""
-    text = _read_text(path)
+    text = read_text(path, str(path), "file")
     rows = []
     for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():

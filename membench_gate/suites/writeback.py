@@ -42,6 +42,12 @@ def _holds(hit: Hit, keywords: list[str]) -> bool:
     return hit.text is not None and all(keyword_in(k, hit.text) for k in keywords)
 
 
+def _first_holding(hits: list[Hit], keywords: list[str], entity: str | None = None) -> int | None:
+    """The rank of the first hit holding every keyword (and about ``entity``, when given)."""
+    return next((rank for rank, hit in enumerate(hits, 1) if _holds(hit, keywords)
+                 and (entity is None or same_entity(hit.entity, entity))), None)
+
+
 def _shown(answer: Answer, k: int) -> dict[str, Any]:
     """What came back, as items record it (``hits`` ranked, ``abstained``), with what the memory
     wrote: each hit's text (cut), entity and provenance."""
@@ -80,60 +86,51 @@ def run(fx: SuiteFixtures, session: SuiteSession, options: WritebackOptions,
     fidelity: dict[str, dict[str, Any]] = {}
     continuity: dict[str, dict[str, Any]] = {}
 
-    def tick() -> None:
+    def ask(s: WritebackSession, item: str, text: str) -> Answer | None:
+        """What a search for ``text`` finds in ``s``'s source; None for an item not scored."""
         nonlocal done
+        if item not in fx.digests:
+            return None
+        answer = _checked(session.search(Query(text=text, k=k, source=s.source), item), item)
         done += 1
         if progress:
             progress("writeback", done, total)
+        return answer
 
     for s in fx.sessions:
         session.reset(s.id)
         session.write(_as_session(s), s.id)
         for fact in s.gold_facts:
-            item = f"{s.id}.{fact.id}"
-            if item not in fx.digests:
+            item, asked = f"{s.id}.{fact.id}", " ".join(fact.keywords)
+            if (answer := ask(s, item, asked)) is None:
                 continue
-            asked = " ".join(fact.keywords)
-            answer = _checked(session.search(Query(text=asked, k=k, source=s.source), item), item)
-            hits = answer.hits
-            rank = next((r for r, h in enumerate(hits, 1)
-                         if _holds(h, fact.keywords) and same_entity(h.entity, fact.entity)), None)
+            rank = _first_holding(answer.hits, fact.keywords, fact.entity)
             expected = {"source": s.source, "session": s.id, "turn": fact.turn}
-            right = rank is not None and _provenance(hits[rank - 1]) == expected
+            right = rank is not None and _provenance(answer.hits[rank - 1]) == expected
             fidelity[item] = {
                 "kind": "fact",
                 "keywords": fact.keywords, "entity": fact.entity, "provenance": expected,
                 "survived": rank is not None, "provenance_ok": right, "rank": rank,
                 "asked": asked, **_shown(answer, k),
             }
-            tick()
         for nonfact in s.non_facts:
-            item = f"{s.id}.{nonfact.id}"
-            if item not in fx.digests:
+            item, asked = f"{s.id}.{nonfact.id}", " ".join(nonfact.keywords)
+            if (answer := ask(s, item, asked)) is None:
                 continue
-            asked = " ".join(nonfact.keywords)
-            answer = _checked(session.search(Query(text=asked, k=k, source=s.source), item), item)
-            hits = answer.hits
-            rank = next((r for r, h in enumerate(hits, 1) if _holds(h, nonfact.keywords)), None)
+            rank = _first_holding(answer.hits, nonfact.keywords)
             fidelity[item] = {
                 "kind": f"non-fact ({nonfact.kind})",
                 "keywords": nonfact.keywords, "turn": nonfact.turn, "leaked": rank is not None,
                 "leaked_at": rank, "asked": asked, **_shown(answer, k),
             }
-            tick()
         for probe in s.probes:
             item = f"{s.id}.{probe.id}"
-            if item not in fx.digests:
+            if (answer := ask(s, item, probe.question)) is None:
                 continue
-            answer = _checked(session.search(
-                Query(text=probe.question, k=k, source=s.source), item), item)
-            hits = answer.hits
-            rank = next((r for r, h in enumerate(hits, 1) if _holds(h, probe.keywords)), None)
             continuity[item] = {
-                "keywords": probe.keywords, "rank": rank,
+                "keywords": probe.keywords, "rank": _first_holding(answer.hits, probe.keywords),
                 "asked": probe.question, **_shown(answer, k),
             }
-            tick()
 
     records: Records = {}
     if fidelity:
