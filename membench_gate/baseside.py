@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 from membench_gate.config import Config, parse_floors, parse_toml
 from membench_gate.errors import GateError
-from membench_gate.gate import BaseInfo, Breach
 from membench_gate.results import Baseline, UnknownSchemaVersion, parse_baseline
+from membench_gate.verdict import BaseInfo, Breach
 
 if TYPE_CHECKING:
     from membench_gate.settings import Context

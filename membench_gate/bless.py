@@ -15,12 +15,13 @@ from membench_gate.check import BaseSide, read_base, read_committed, read_result
 from membench_gate.config import Config, load_config
 from membench_gate.errors import GateError
 from membench_gate.findings import DRAFT_REASON
-from membench_gate.gate import HARD_KINDS, BaseInfo, breach_keys, decide, floors_of
+from membench_gate.gate import HARD_KINDS, breach_keys, decide, floors_of
 from membench_gate.justify import check_justification
 from membench_gate.results import Baseline, Justification, Results, dumps_baseline, write_atomic
 from membench_gate.runner import progress_reporter, run
 from membench_gate.settings import Context
 from membench_gate.summary import verdict_summary
+from membench_gate.verdict import BaseInfo
 
 
 def _base(config: Config, base_ref: str | None, context: Context, config_arg: Path) -> BaseSide:

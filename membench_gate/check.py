@@ -15,7 +15,7 @@ from pathlib import Path
 from membench_gate.baseside import BaseSide, read_base
 from membench_gate.config import Config, load_config
 from membench_gate.errors import GateError, describe, exit_code_of
-from membench_gate.gate import Verdict, decide, floors_of
+from membench_gate.gate import decide, floors_of
 from membench_gate.results import (
     Baseline,
     Results,
@@ -30,6 +30,7 @@ from membench_gate.results import (
 from membench_gate.runner import load_fixtures, progress_reporter, run
 from membench_gate.settings import Context
 from membench_gate.summary import verdict_summary
+from membench_gate.verdict import Verdict
 
 __all__ = ["BaseSide", "Outputs", "check", "read_base", "read_committed", "read_results"]
 

@@ -20,7 +20,6 @@ from pydantic import ValidationError
 
 from membench_gate.actions_env import annotation
 from membench_gate.errors import GateError
-from membench_gate.gate import Verdict
 from membench_gate.report import COMMENT_LIMIT, render
 from membench_gate.results import (
     Baseline,
@@ -32,6 +31,7 @@ from membench_gate.results import (
     validation_message,
 )
 from membench_gate.settings import Context, Settings
+from membench_gate.verdict import Verdict
 
 ARTIFACT_FILES = ("results.json", "verdict.json", "base.json")
 # Ids are escaped like any text when rendered; here only what cannot be an id is refused.

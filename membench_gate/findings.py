@@ -9,17 +9,19 @@ is the renderer's job, done in one place there.
 from __future__ import annotations
 
 import heapq
+import itertools
 import math
 import re
 import shlex
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from membench_gate import metrics
-from membench_gate.gate import HARD_KINDS, Breach, Verdict
+from membench_gate.gate import HARD_KINDS
 from membench_gate.results import Baseline, Results, round4
+from membench_gate.verdict import Breach, Breaches, ItemBreaches, Verdict
 
 # Severity groups, most severe first (docs/gate.md, "Reading the scoreboard"): invariants, floors,
 # gated metrics by the size of the adverse move, other changes to what is measured, then items.
@@ -165,21 +167,28 @@ def _metric_row(breach: Breach, results: Results | None, base: Baseline | None) 
 def ranked_breaches(verdict: Verdict, results: Results | None,
                     base: Baseline | None) -> list[Ranked]:
     """Every breach once, most severe first; item breaches folded to one row per cell and kind
-    (the items themselves are listed apart)."""
+    (the items themselves are listed apart). Reads the runs of item breaches as runs: a million
+    newly failing items cost a count and the three smallest ids, not a million rows."""
     rows: list[Ranked] = []
-    items: dict[tuple[str, str], list[str]] = defaultdict(list)
-    for breach in verdict.breaches:
-        cell, _, item = split_key(breach.key)
+    items: dict[tuple[str, str], list[Sequence[str]]] = defaultdict(list)
+    for entry in Breaches.of(verdict.breaches).entries:
+        if isinstance(entry, ItemBreaches):
+            items[(entry.cell, entry.kind)].append(entry.ids)
+            continue
+        cell, _, item = split_key(entry.key)
         if item is not None:
-            items[(cell, breach.kind)].append(item)
+            items[(cell, entry.kind)].append((item,))
         else:
-            rows.append(_metric_row(breach, results, base))
-    for (cell, kind), ids in sorted(items.items()):
+            rows.append(_metric_row(entry, results, base))
+    for (cell, kind), runs in sorted(items.items()):
         words = _ITEM_WORDS.get(kind, kind)
-        rows.append(Ranked(ITEMS, f"{len(ids)} item{'s' if len(ids) != 1 else ''} {words} on "
-                           f"{cell}", f"{cell}#…", kind, None, None, f"+{len(ids)}",
-                           ", ".join(heapq.nsmallest(3, ids)) + (" …" if len(ids) > 3 else ""),
-                           count=len(ids), size=len(ids)))
+        count = sum(map(len, runs))
+        smallest = heapq.nsmallest(3, itertools.chain.from_iterable(
+            heapq.nsmallest(3, ids) for ids in runs))
+        rows.append(Ranked(ITEMS, f"{count} item{'s' if count != 1 else ''} {words} on "
+                           f"{cell}", f"{cell}#…", kind, None, None, f"+{count}",
+                           ", ".join(smallest) + (" …" if count > 3 else ""),
+                           count=count, size=count))
     return sorted(rows, key=lambda r: (r.group, -r.size, r.key))
 
 
@@ -375,12 +384,15 @@ DRAFT_REASON = "<write the reason here>"
 
 
 def justification_draft(verdict: Verdict, results: Results | None,
-                        base: Baseline | None) -> str:
+                        base: Baseline | None, ranked: list[Ranked] | None = None) -> str:
     """A justification to complete: every breached metric or cell named (the check requires
-    it), the reason left to the person blessing."""
+    it), the reason left to the person blessing. ``ranked``: the verdict's
+    :func:`ranked_breaches`, when the caller has them already."""
     named: list[str] = []
     cells_named: set[str] = set()
-    for row in ranked_breaches(verdict, results, base):
+    if ranked is None:
+        ranked = ranked_breaches(verdict, results, base)
+    for row in ranked:
         cell, name, _ = split_key(row.key)
         if name is None and cell in cells_named:
             continue  # items of a cell already named are named with it
@@ -391,25 +403,32 @@ def justification_draft(verdict: Verdict, results: Results | None,
     return f"{DRAFT_REASON}. Accepted changes: " + ", ".join(named)
 
 
-def bless_command(verdict: Verdict, results: Results | None, base: Baseline | None) -> str:
+def _kinds(verdict: Verdict) -> set[str]:
+    """The kinds of breach in a verdict (one look per run of item breaches)."""
+    return {entry.kind for entry in Breaches.of(verdict.breaches).entries}
+
+
+def bless_command(verdict: Verdict, results: Results | None, base: Baseline | None,
+                  ranked: list[Ranked] | None = None) -> str:
     """``membench-gate bless`` as it must be run for this verdict, quoted to work as printed."""
-    keys = any(b.kind not in HARD_KINDS for b in verdict.breaches)
-    text = f" --justification {shlex.quote(justification_draft(verdict, results, base))}" \
-        if keys else ""
+    keys = any(kind not in HARD_KINDS for kind in _kinds(verdict))
+    draft = justification_draft(verdict, results, base, ranked) if keys else ""
+    text = f" --justification {shlex.quote(draft)}" if keys else ""
     return f"membench-gate bless{config_flag(verdict)}{text}"
 
 
 def next_steps(verdict: Verdict, results: Results | None = None,
-               base: Baseline | None = None) -> list[str]:
-    """What to do about this verdict, as lines of a shell script (comments start with #)."""
+               base: Baseline | None = None, ranked: list[Ranked] | None = None) -> list[str]:
+    """What to do about this verdict, as lines of a shell script (comments start with #).
+    ``ranked``: the verdict's :func:`ranked_breaches`, when the caller has them already."""
     cfg = config_flag(verdict)
-    # Whether there are any: a verdict may carry a million item breaches.
-    hard = any(b.kind in HARD_KINDS for b in verdict.breaches)
-    keys = any(b.kind not in HARD_KINDS for b in verdict.breaches)
+    kinds = _kinds(verdict)
+    hard = any(kind in HARD_KINDS for kind in kinds)
+    keys = any(kind not in HARD_KINDS for kind in kinds)
     baseline = "the baseline file"
     if verdict.verdict == "bless-required":
         return ["# the measurement changed or the committed baseline does not match this run:",
-                bless_command(verdict, results, base),
+                bless_command(verdict, results, base, ranked),
                 f"# then commit {baseline}"]
     if verdict.verdict == "regression" and hard:
         return ["# fix the code: zero-gated invariants and floors cannot be blessed or waived"]
@@ -417,7 +436,7 @@ def next_steps(verdict: Verdict, results: Results | None = None,
         return [
             "# fix the regression, or accept it on purpose with a justification that names it",
             "# (edit the reason; the check wants every breached metric or cell named):",
-            bless_command(verdict, results, base),
+            bless_command(verdict, results, base, ranked),
             "# or, locally only, try it out without a baseline change:",
             f"membench-gate check{cfg} --allow-regression 'trying this out'",
         ]

@@ -14,90 +14,25 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
-
-from pydantic import BaseModel, Field
+from typing import Any
 
 from membench_gate import metrics
 from membench_gate.justify import check_justification
 from membench_gate.results import Baseline, round4
+from membench_gate.verdict import (
+    Breach,
+    Breaches,
+    FixtureDiff,
+    Improvement,
+    ItemBreaches,
+    JustificationResult,
+    Mode,
+    Verdict,
+    VerdictName,
+)
 
 EXIT_CODES = {"pass": 0, "regression": 1, "bless-required": 2, "inconclusive": 3, "error": 4}
-VerdictName = Literal["pass", "regression", "bless-required", "inconclusive", "error"]
-Mode = Literal["same-hash", "corpus-bless", "bootstrap"]
 HARD_KINDS = ("zero", "floor")
-
-
-class Breach(BaseModel):
-    """One thing that got worse, or a measurement made easier. ``key`` is
-    ``suite/condition:metric`` or ``suite/condition#item`` (a whole cell is keyed by
-    ``suite/condition``); a suite-wide easing is ``suite:option:<name>`` or
-    ``suite:corpus-removed``, and a moved baseline ``gate:baseline-moved``."""
-
-    key: str
-    kind: Literal["zero", "floor", "cell-missing", "gold-total", "newly-failed", "item-removed",
-                  "metric", "metric-missing", "item-eased", "option", "corpus-removed",
-                  "baseline-moved"]
-    base: float | str | None = None
-    head: float | str | None = None
-    detail: str
-
-
-class BaseInfo(BaseModel):
-    """Where the base baseline was read: the ref, the commit and how it was found."""
-
-    ref: str | None = None
-    sha: str | None = Field(default=None, pattern=r"^[0-9a-f]{7,64}$")
-    how: Literal["explicit", "merge-commit-parent", "event-base-sha", "remote-default-branch",
-                 "local-branch"] | None = None
-
-
-class FixtureDiff(BaseModel):
-    """Items added, removed, or with changed content, between base and head: gold items per
-    cell, and the rest of each suite's corpus (distractor decisions, facts, pages) under
-    ``<suite>:corpus``."""
-
-    added: dict[str, list[str]] = Field(default_factory=dict)
-    removed: dict[str, list[str]] = Field(default_factory=dict)
-    changed: dict[str, list[str]] = Field(default_factory=dict)
-
-
-class Improvement(BaseModel):
-    """A gated metric that moved the good way against the base (``key`` as a breach's)."""
-
-    key: str
-    base: float
-    head: float
-
-
-class JustificationResult(BaseModel):
-    status: Literal["not-needed", "passed", "failed", "missing"]
-    text: str | None = None
-    breaches: list[str] = Field(default_factory=list)
-    failed_check: str | None = None
-
-
-class Verdict(BaseModel):
-    """What ``check --json`` writes and the report renders."""
-
-    verdict: VerdictName
-    exit_code: int
-    mode: Mode | None
-    base: BaseInfo = Field(default_factory=BaseInfo)
-    breaches: list[Breach] = Field(default_factory=list)
-    blessed: bool = False
-    allowed_regression: str | None = None
-    newly_failed: dict[str, list[str]] = Field(default_factory=dict)
-    fixed: dict[str, list[str]] = Field(default_factory=dict)
-    improvements: list[Improvement] = Field(default_factory=list)
-    # The committed baseline is this run's: improvements are banked, a later PR cannot give them
-    # back unseen. False when the committed baseline is still the base's (or absent).
-    banked: bool = False
-    fixture_diff: FixtureDiff = Field(default_factory=FixtureDiff)
-    justification_check: JustificationResult = Field(
-        default_factory=lambda: JustificationResult(status="not-needed"))
-    notes: list[str] = Field(default_factory=list)
-    config: str | None = None  # the --config the check ran with, for the commands we suggest
 
 
 @dataclass(frozen=True)
@@ -111,7 +46,7 @@ class Floor:
 
 @dataclass
 class _Comparison:
-    breaches: list[Breach] = field(default_factory=list)
+    breaches: list[Breach | ItemBreaches] = field(default_factory=list)
     newly_failed: dict[str, list[str]] = field(default_factory=dict)
     fixed: dict[str, list[str]] = field(default_factory=dict)
     improvements: list[Improvement] = field(default_factory=list)
@@ -183,15 +118,14 @@ def _compare_cells(base: Baseline, actual: Baseline, same_hash: bool) -> _Compar
                 key=f"{cell_name}:gold_total", kind="gold-total", base=before.gold_total,
                 head=now.gold_total, detail="gold_total changed under the same fixtures_hash"))
         was_failed, is_failed = set(before.failed), set(now.failed)
-        newly = sorted(i for i in is_failed - was_failed if comparable is None or i in comparable)
-        fixed = sorted(i for i in was_failed - is_failed if comparable is None or i in comparable)
+        newly, fixed = is_failed - was_failed, was_failed - is_failed
+        if comparable is not None:
+            newly, fixed = newly & comparable, fixed & comparable
+        newly, fixed = sorted(newly), sorted(fixed)
         if newly:
             out.newly_failed[cell_name] = newly
-            out.breaches += [
-                Breach(key=f"{cell_name}#{i}", kind="newly-failed", base="pass", head="fail",
-                       detail="passed in the base baseline, fails now")
-                for i in newly
-            ]
+            out.breaches.append(ItemBreaches(cell_name, "newly-failed", tuple(newly), "pass",
+                                             "fail", "passed in the base baseline, fails now"))
         if fixed:
             out.fixed[cell_name] = fixed
         for name, value in sorted(before.metrics.items()):
@@ -229,13 +163,15 @@ def _comparable_items(base: Baseline, actual: Baseline, cell: str, same_hash: bo
     for bucket, ids in (("removed", removed), ("added", added), ("changed", changed)):
         if ids:
             getattr(out.diff, bucket)[cell] = ids
-    out.breaches += [Breach(key=f"{cell}#{i}", kind="item-removed", base="present", head=None,
-                            detail="gold item removed from the fixtures") for i in removed]
+    if removed:
+        out.breaches.append(ItemBreaches(cell, "item-removed", tuple(removed), "present", None,
+                                         "gold item removed from the fixtures"))
     was_failed, is_failed = set(base.cells[cell].failed), set(actual.cells[cell].failed)
-    out.breaches += [Breach(key=f"{cell}#{i}", kind="item-eased", base="fail", head="pass",
-                            detail="gold item failed at base and passes now that its content "
-                                   "changed: the item was made easier")
-                     for i in changed if i in was_failed and i not in is_failed]
+    eased = tuple(i for i in changed if i in was_failed and i not in is_failed)
+    if eased:
+        out.breaches.append(ItemBreaches(cell, "item-eased", eased, "fail", "pass",
+                                         "gold item failed at base and passes now that its "
+                                         "content changed: the item was made easier"))
     return {i for i in set(before) & set(now) if before[i] == now[i]}
 
 
@@ -346,7 +282,7 @@ def _compare(base: Baseline | None, committed: Baseline | None, actual: Baseline
     notes: list[str] = []
     if base is None:
         mode = "bootstrap"
-        if committed is not None and committed.comparable() == actual.comparable():
+        if committed is not None and committed.same_content(actual):
             notes.append("baseline introduced: no baseline at the base commit")
             return _finish("regression" if hard else "pass", mode, breaches=hard, notes=notes)
         notes.append("no baseline at the base commit and the committed baseline does not match "
@@ -362,18 +298,18 @@ def _compare(base: Baseline | None, committed: Baseline | None, actual: Baseline
     comparison = _compare_cells(base, actual, same_hash)
     notes += comparison.notes
     bless_required = None
-    matches_run = committed is not None and committed.comparable() == actual.comparable()
+    matches_run = committed is not None and committed.same_content(actual)
     if committed is None:
         bless_required = "the baseline exists at the base commit but was deleted in the working tree"
     elif same_hash:
-        if not matches_run and committed.comparable() != base.comparable():
+        if not matches_run and not committed.same_content(base):
             bless_required = "committed baseline does not match this run"
     elif not matches_run:
         bless_required = ("the fixtures or suite options changed (fixtures_hash differs from the "
                           "base) and the committed baseline does not match this run")
 
-    soft = base_breaches + comparison.breaches
-    keys = sorted(b.key for b in soft)
+    soft = Breaches([*base_breaches, *comparison.breaches])
+    keys = sorted(soft.iter_keys())
     justification = JustificationResult(status="not-needed")
     blessed = False
     if soft and committed is not None:
@@ -443,5 +379,7 @@ def _finish(verdict: VerdictName, mode: Mode | None, **fields: Any) -> Verdict:
 def breach_keys(verdict: Verdict, kinds: Iterable[str] | None = None) -> list[str]:
     """Sorted keys of the blessable breaches (or of the given kinds)."""
     wanted = set(kinds) if kinds is not None else None
-    return sorted(b.key for b in verdict.breaches
-                  if (b.kind in wanted if wanted is not None else b.kind not in HARD_KINDS))
+    entries = Breaches.of(verdict.breaches).entries
+    return sorted(key for entry in entries
+                  if (entry.kind in wanted if wanted is not None else entry.kind not in HARD_KINDS)
+                  for key in (entry.iter_keys() if isinstance(entry, ItemBreaches) else (entry.key,)))

@@ -15,7 +15,9 @@ saying where the full report is. The report file itself is never cut.
 from __future__ import annotations
 
 import functools
+import itertools
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,9 +26,9 @@ from markupsafe import Markup
 
 from membench_gate import findings, metrics
 from membench_gate.fixtures import data_dir
-from membench_gate.gate import Verdict
 from membench_gate.results import Baseline, Results, round4
 from membench_gate.summary import metric_text
+from membench_gate.verdict import Breach, Breaches, ItemBreaches, Verdict
 
 COMMENT_LIMIT = 60_000
 SUMMARY_LIMIT = 1024 * 1024
@@ -140,9 +142,23 @@ def _is_control(cell: str) -> bool:
     return cell.partition("/")[2].startswith("control")
 
 
+def _prefixes(key: str) -> Iterator[str]:
+    """``key`` and each of its beginnings that ends before a ``:`` or ``#``: the cells a
+    breach key can belong to."""
+    yield key
+    for at, char in enumerate(key):
+        if char in ":#":
+            yield key[:at]
+
+
 def _cells(verdict: Verdict, results: Results, base: Baseline | None,
            gated_only: bool) -> list[dict[str, Any]]:
-    breached = {b.key for b in verdict.breaches}
+    entries = Breaches.of(verdict.breaches).entries
+    breached = {e.key for e in entries if isinstance(e, Breach)}
+    # A cell is hit when a breach key is the cell or starts with ``cell:`` or ``cell#``.
+    hit_cells = {prefix for key in breached for prefix in _prefixes(key)}
+    hit_cells |= {prefix for e in entries if isinstance(e, ItemBreaches)
+                  for prefix in _prefixes(e.cell)}
     source = results if results.cells else base
     out = []
     for cell in sorted(set(results.cells) | set(base.cells if base else ())):
@@ -159,8 +175,7 @@ def _cells(verdict: Verdict, results: Results, base: Baseline | None,
             rows.append(Row(findings.metric_label(name, cell, source), b, h,
                             findings.delta_text(name, b, h), _mark(cell, name, b, h),
                             _gate_text(cell, name, b, h, breached, verdict.blessed)))
-        hit = any(key == cell or key.startswith((f"{cell}:", f"{cell}#")) for key in breached)
-        bad = hit or now is None or any(r.gate.startswith("❌") for r in rows)
+        bad = cell in hit_cells or now is None or any(r.gate.startswith("❌") for r in rows)
         out.append({
             "name": cell,
             "rows": rows,
@@ -210,8 +225,13 @@ def _k(results: Results, cell: str) -> int | None:
 
 
 def _stories(verdict: Verdict, results: Results, level: str) -> dict[str, Any]:
-    """Newly failed items: the first few with why, the rest as ids (maybe capped)."""
-    flat = [(cell, i) for cell, ids in sorted(verdict.newly_failed.items()) for i in ids]
+    """Newly failed items: the first few with why, the rest as ids (maybe capped). Only the
+    ids shown are gathered: a million newly failing items are counted, not copied."""
+    total = sum(len(ids) for ids in verdict.newly_failed.values())
+    cap = {"full": None, "capped-lists": _CAPPED_IDS}.get(level, 0)
+    wanted = total if cap is None else INLINE_IDS + cap
+    flat = list(itertools.islice(((cell, i) for cell, ids in sorted(verdict.newly_failed.items())
+                                  for i in ids), wanted))
     explained = []
     for cell, item in flat[:INLINE_IDS]:
         story = findings.item_story(results, cell, item)
@@ -221,35 +241,53 @@ def _stories(verdict: Verdict, results: Results, level: str) -> dict[str, Any]:
         explained.append({"key": f"{cell}#{item}", "asked": asked,
                           "why": story.why(_k(results, cell)) if story else
                           "no per-item detail in these results"})
-    rest = flat[INLINE_IDS:]
-    cap = {"full": None, "capped-lists": _CAPPED_IDS}.get(level, 0)
-    shown = rest if cap is None else rest[:cap]
+    shown = flat[INLINE_IDS:]
     groups: dict[str, list[str]] = {}
     for cell, item in shown:
         groups.setdefault(cell, []).append(item)
-    return {"total": len(flat), "explained": explained,
+    return {"total": total, "explained": explained,
             "rest": [{"cell": c, "ids": ids} for c, ids in groups.items()],
-            "rest_count": len(shown), "hidden": len(rest) - len(shown)}
+            "rest_count": len(shown), "hidden": max(0, total - INLINE_IDS) - len(shown)}
 
 
 def _id_groups(groups: dict[str, list[str]], level: str) -> list[dict[str, Any]]:
     cap = {"full": None, "capped-lists": _CAPPED_IDS}.get(level, 0)
     out = []
     for cell, ids in sorted(groups.items()):
-        inline, rest = ids[:INLINE_IDS], ids[INLINE_IDS:]
-        kept = rest if cap is None else rest[:cap]
-        out.append({"cell": cell, "count": len(ids), "inline": inline, "rest": kept,
-                    "hidden": len(rest) - len(kept)})
+        kept = ids[INLINE_IDS:] if cap is None else ids[INLINE_IDS:INLINE_IDS + cap]
+        out.append({"cell": cell, "count": len(ids), "inline": ids[:INLINE_IDS], "rest": kept,
+                    "hidden": max(0, len(ids) - INLINE_IDS) - len(kept)})
     return out
 
 
 _EASING_KINDS = ("item-eased", "item-removed", "corpus-removed")
+_EASING_SHOWN = 20
 
 
-def _easing(verdict: Verdict) -> list[str]:
-    """Breaches that make the test easier (docs/gate.md, "Rules"), named beside the fixture diff."""
-    return [b.key for b in verdict.breaches
-            if b.kind in _EASING_KINDS or ":option:" in b.key or b.kind.startswith("option")]
+def _easing(verdict: Verdict) -> tuple[list[str], int]:
+    """Breaches that make the test easier (docs/gate.md, "Rules"), named beside the fixture
+    diff: the first few keys, and how many there are."""
+    keys: list[str] = []
+    count = 0
+    for entry in Breaches.of(verdict.breaches).entries:
+        if isinstance(entry, Breach):
+            if not _eases(entry.kind, entry.key):
+                continue
+            found, n = iter((entry.key,)), 1
+        elif _eases(entry.kind, entry.cell):
+            found, n = entry.iter_keys(), len(entry.ids)
+        elif ":option:" in "\0".join(entry.ids):  # an item id can hold anything
+            matched = [key for key in entry.iter_keys() if ":option:" in key]
+            found, n = iter(matched), len(matched)
+        else:
+            continue
+        keys += itertools.islice(found, max(0, _EASING_SHOWN - len(keys)))
+        count += n
+    return keys, count
+
+
+def _eases(kind: str, key: str) -> bool:
+    return kind in _EASING_KINDS or ":option:" in key or kind.startswith("option")
 
 
 @functools.cache
@@ -283,14 +321,16 @@ def context(verdict: Verdict, results: Results | None, base: Baseline | None, *,
     full_sha = verdict.base.sha if verdict.base.sha and _HEX.match(verdict.base.sha) else None
     # The example `show` command names a newly failing item (else any item) with a plain id:
     # a command in the comment is pasted into shells, so odd ids are left to the lists above.
-    candidates = [(c, i) for c, ids in sorted(verdict.newly_failed.items()) for i in ids] + \
-        [(c, i) for c in sorted(results.items) for i in sorted(results.items[c])[:1]]
+    candidates = itertools.chain(
+        ((c, i) for c, ids in sorted(verdict.newly_failed.items()) for i in ids),
+        ((c, i) for c in sorted(results.items) for i in sorted(results.items[c])[:1]))
     first_item = next(((c, i) for c, i in candidates if _PLAIN.match(f"{c}#{i}")), None)
     # The first note is the headline when nothing else can be; it is not repeated below.
     said = {findings.headline(verdict, ranked, results, base)}
     notes = [n for n in verdict.notes if n not in said
              and n != "breaches blessed by the committed justification"]
     gains = findings.improvement_rows(verdict, results, base)
+    easing, easing_count = _easing(verdict)
     unbanked = verdict.verdict == "pass" and bool(gains or verdict.fixed) and not verdict.banked
     return {
         "verdict": verdict,
@@ -322,12 +362,13 @@ def context(verdict: Verdict, results: Results | None, base: Baseline | None, *,
         "diff": {bucket: _id_groups(getattr(verdict.fixture_diff, bucket), level)
                  if level != "minimal" else []
                  for bucket in ("added", "removed", "changed")},
-        "easing": _easing(verdict),
+        "easing": easing,
+        "easing_more": easing_count - len(easing),
         "justification": {"status": check.status, "text": check.text,
                           "failed": check.failed_check},
         "notes": notes[:_SUMMARY_ROWS if level == "summary" else 3] if short else notes,
         # Banking is said in its own section, with its command.
-        "steps": [] if unbanked else findings.next_steps(verdict, results, base),
+        "steps": [] if unbanked else findings.next_steps(verdict, results, base, ranked),
         "reproduce": "membench-gate check" + findings.config_flag(verdict)
         + (f" --base-ref {full_sha}" if full_sha else ""),
         "show": findings.show_command(verdict, *first_item, full_sha) if first_item else None,

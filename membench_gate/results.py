@@ -243,6 +243,26 @@ class Baseline(_Strict):
         data.pop("justification", None)
         return normalize(data)
 
+    def same_content(self, other: Baseline) -> bool:
+        """``self.comparable() == other.comparable()``, without building either: the gate asks
+        it of runs with a million items, where the canonical copy costs seconds. The bulk (ids,
+        digests) is compared as it is — strings are their own canonical form — and metrics after
+        rounding, like the canonical form; the rest (a few small fields) canonically."""
+        if self is other:
+            return True
+        if self.digests != other.digests or self.corpus != other.corpus \
+                or self.cells.keys() != other.cells.keys():
+            return False
+        for name, cell in self.cells.items():
+            theirs = other.cells[name]
+            if cell.gold_total != theirs.gold_total or cell.failed != theirs.failed:
+                return False
+            if cell.metrics != theirs.metrics and (
+                    cell.metrics.keys() != theirs.metrics.keys()
+                    or any(round4(v) != round4(theirs.metrics[k]) for k, v in cell.metrics.items())):
+                return False
+        return _small_fields(self) == _small_fields(other)
+
 
 class Receipt(BaseModel):
     """Facts about one run that are not part of the measurement (never in a baseline).
@@ -291,6 +311,15 @@ def baseline_payload(baseline: Baseline) -> dict[str, Any]:
     """The JSON object of a baseline (no receipt, no items)."""
     data = Baseline.model_dump(baseline, mode="json", exclude_none=True)
     return {k: data[k] for k in Baseline.model_fields if k in data}
+
+
+_BULK_FIELDS = {"cells", "digests", "corpus", "justification"}
+
+
+def _small_fields(baseline: Baseline) -> Any:
+    """The canonical form of the baseline fields ``same_content`` does not compare one by one."""
+    fields = set(Baseline.model_fields) - _BULK_FIELDS
+    return normalize(baseline.model_dump(mode="json", exclude_none=True, include=fields))
 
 
 def dumps_baseline(baseline: Baseline) -> str:

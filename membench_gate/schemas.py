@@ -11,8 +11,8 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from membench_gate.gate import Verdict
 from membench_gate.results import Baseline, Results
+from membench_gate.verdict import Verdict
 
 SCHEMA_DIR = Path(__file__).resolve().parent / "schemas"
 MODELS: dict[str, type[BaseModel]] = {"baseline": Baseline, "results": Results, "verdict": Verdict}

@@ -10,9 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from membench_gate import findings
-from membench_gate.gate import Verdict
 from membench_gate.metrics import gate_kind
 from membench_gate.results import Results, round4
+from membench_gate.verdict import Verdict
 
 
 def metric_text(value: float | None) -> str:
