@@ -27,6 +27,7 @@ from membench_gate.results import (
     read_file,
     write_atomic,
 )
+from membench_gate.rpc import Handshake
 from membench_gate.runner import load_fixtures, progress_reporter, run
 from membench_gate.settings import Context
 from membench_gate.summary import verdict_summary
@@ -65,8 +66,8 @@ def read_committed(config: Config) -> Committed:
     return Committed(baseline, data.decode("utf-8", "replace") == dumps_baseline(baseline))
 
 
-def _results(config: Config, path: Path | None, verify_determinism: bool, ci: bool
-             ) -> tuple[Results, list[str]]:
+def _results(config: Config, path: Path | None, verify_determinism: bool, ci: bool,
+             launched: Handshake | None = None) -> tuple[Results, list[str]]:
     """This run's results (run now, or read ``--results``) and any reason they are unusable."""
     reasons: list[str] = []
     if path is not None:
@@ -77,7 +78,7 @@ def _results(config: Config, path: Path | None, verify_determinism: bool, ci: bo
         if ci:
             reasons = _foreign_commit(results, config) + reasons
         return results, reasons
-    results = run(config, progress_reporter())
+    results = run(config, progress_reporter(), launched=launched)
     if verify_determinism:
         from membench_gate.determinism import first_difference
 
@@ -161,14 +162,15 @@ def _replace(path: Path, text: Callable[[], str]) -> None:
 def check(config_path: Path, context: Context, *, base_ref: str | None = None,
           results: Path | None = None, allow_regression: str | None = None,
           include_holdout: bool = False, verify_determinism: bool = False,
-          outputs: Outputs = Outputs()) -> int:
+          outputs: Outputs = Outputs(), launched: Handshake | None = None) -> int:
     """``membench-gate check``: run (or read ``results``), compare with the base commit's
     baseline, return the verdict's exit code.
 
     ``context`` says whether this is CI and which event it serves. Every file of ``outputs`` is
     written for every outcome: when the check fails — any exception, a SystemExit included —
     each is replaced by the error verdict, so a CI job never shows or re-reads the files of an
-    earlier run.
+    earlier run. ``launched`` is the adapter when the caller started it early (``run`` then
+    leaves it to exit while the verdict is written; it is reaped at the end).
     """
     try:
         config = load_config(config_path).with_holdout(include_holdout)
@@ -177,7 +179,7 @@ def check(config_path: Path, context: Context, *, base_ref: str | None = None,
                             "GITHUB_ACTIONS is set")
         if allow_regression is not None and not allow_regression.strip():
             raise GateError("--allow-regression needs a reason")
-        actual, reasons = _results(config, results, verify_determinism, context.ci)
+        actual, reasons = _results(config, results, verify_determinism, context.ci, launched)
         if outputs.out is not None and results is None:
             write_atomic(outputs.out, dumps_results(actual))
         verdict, base = _compare(config, context, config_path, actual, reasons, base_ref,
@@ -189,6 +191,9 @@ def check(config_path: Path, context: Context, *, base_ref: str | None = None,
         replace_outputs(error_verdict(exc, str(config_path)),
                         [outputs.json, outputs.out, outputs.base_out], [outputs.report])
         raise
+    finally:
+        if launched is not None:
+            launched.process.kill()
 
 
 def _compare(config: Config, context: Context, config_path: Path, actual: Results,

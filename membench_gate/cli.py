@@ -13,10 +13,13 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from membench_gate import __version__
 from membench_gate.errors import GateError, describe, exit_code_of
+
+if TYPE_CHECKING:
+    from membench_gate.rpc import Handshake
 
 EXIT_ERROR = 4
 DESCRIPTION = ("Gate the pull requests of an AI-agent memory system on deterministic benchmark "
@@ -206,14 +209,31 @@ def cmd_merge(args: argparse.Namespace) -> int:
     return 0
 
 
+def _launch_early(config_path: Path, include_holdout: bool) -> Handshake | None:
+    """Start the adapter (its interpreter, its imports) before the gate imports the rest, so the
+    two overlap. ``None`` when that fails: the command then meets the same failure itself and
+    reports it as it always does."""
+    from membench_gate import rpc
+    from membench_gate.config import load_config
+
+    try:
+        config = load_config(config_path).with_holdout(include_holdout)
+        return rpc.launch(config.adapter_argv(), config.base_dir, config.timeout,
+                          config.adapter_options)
+    except Exception:
+        return None
+
+
 def cmd_check(args: argparse.Namespace) -> int:
+    launched = None if args.results is not None else \
+        _launch_early(args.config, args.include_holdout)
     from membench_gate.check import Outputs, check
     from membench_gate.settings import Context
 
     outputs = Outputs(json=args.json, report=args.report, out=args.out, base_out=args.base_out)
     return check(args.config, Context.from_env(), base_ref=args.base_ref, results=args.results,
                  allow_regression=args.allow_regression, include_holdout=args.include_holdout,
-                 verify_determinism=args.verify_determinism, outputs=outputs)
+                 verify_determinism=args.verify_determinism, outputs=outputs, launched=launched)
 
 
 def cmd_bless(args: argparse.Namespace) -> int:
