@@ -112,6 +112,29 @@ class Fields:
         return self.obj.get(key) is not None
 
 
+def recall_fixtures(format_: str, source: Path, corpus: list[dict[str, Any]],
+                    queries: list[dict[str, Any]], *, mapping: dict[str, str],
+                    counts: dict[str, int], notes: list[str]) -> Imported:
+    """The recall suite's two files from one source file. The query counts are taken from what is
+    written, not from the importer's own tallies, so every recall summary opens alike and cannot
+    disagree with the fixtures."""
+    return Imported(
+        format=format_, suite="recall",
+        files={"corpus.json": corpus, "queries.json": queries},
+        sources=[source],
+        mapping=mapping,
+        counts={"queries": len(queries),
+                "unanswerable": sum(1 for query in queries if not query["gold"]), **counts},
+        notes=notes,
+    )
+
+
+def tally_notes(*tallies: tuple[int, str]) -> list[str]:
+    """One note per ``(count, template)`` whose count is not 0, the count put in the template's
+    ``{}``: what an importer left out or changed is said only when it happened."""
+    return [template.format(count) for count, template in tallies if count]
+
+
 def category_name(value: str) -> str:
     """A source's category or type as a cell name: anything but letters, digits, ``_ . -`` → ``-``."""
     cleaned = re.sub(r"[^A-Za-z0-9_.-]+", "-", value).strip("-.")

@@ -17,7 +17,15 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from membench_gate.importers.common import Fields, Imported, SourceError, iso, read_json
+from membench_gate.importers.common import (
+    Fields,
+    Imported,
+    SourceError,
+    iso,
+    read_json,
+    recall_fixtures,
+    tally_notes,
+)
 
 EXPECTED = ("locomo10.json: a JSON array of {sample_id, conversation: {session_<n>: [{speaker, "
             "dia_id, text}], session_<n>_date_time}, qa: [{question, answer, evidence, "
@@ -131,16 +139,8 @@ def convert(sources: list[Path]) -> Imported:
                     continue
             queries.append({"id": f"{sid}:q{qnum}", "question": question, "gold": gold,
                             "category": category, "as_of": last, "haystack": haystack})
-    notes = []
-    if unresolved:
-        notes.append(f"evidence entries naming no turn of their conversation: {unresolved} "
-                     "(dropped)")
-    if skipped:
-        notes.append(f"answerable questions with no evidence left: {skipped} (skipped)")
-    return Imported(
-        format="locomo", suite="recall",
-        files={"corpus.json": corpus, "queries.json": queries},
-        sources=[path],
+    return recall_fixtures(
+        "locomo", path, corpus, queries,
         mapping={
             "corpus.id": "<sample_id>:<dia_id>",
             "corpus.session": "<sample_id>:session_<n>",
@@ -156,9 +156,9 @@ def convert(sources: list[Path]) -> Imported:
             "not used": "answer / adversarial_answer (no LLM judge), observation, "
                         "session_summary, event_summary",
         },
-        counts={"queries": len(queries),
-                "unanswerable": sum(1 for q in queries if not q["gold"]),
-                "conversations": len(samples), "corpus items": len(corpus),
+        counts={"conversations": len(samples), "corpus items": len(corpus),
                 "image captions": images},
-        notes=notes,
+        notes=tally_notes(
+            (unresolved, "evidence entries naming no turn of their conversation: {} (dropped)"),
+            (skipped, "answerable questions with no evidence left: {} (skipped)")),
     )

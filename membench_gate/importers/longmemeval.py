@@ -25,6 +25,8 @@ from membench_gate.importers.common import (
     category_name,
     iso,
     read_json,
+    recall_fixtures,
+    tally_notes,
 )
 
 EXPECTED = ("a LongMemEval file: a JSON array of {question_id, question_type, question, "
@@ -66,7 +68,7 @@ def convert(sources: list[Path]) -> Imported:
     corpus: list[dict[str, Any]] = []
     queries: list[dict[str, Any]] = []
     stored: dict[str, str] = {}  # session key -> content hash
-    renamed = empty = abstained = 0
+    renamed = empty = 0
     seen_questions: set[str] = set()
     for index, obj in enumerate(data):
         label = f"{path.name}: item {index}"
@@ -114,11 +116,8 @@ def convert(sources: list[Path]) -> Imported:
             if key not in keys.values():
                 haystack.append(key)
             keys[sid] = key
-        unanswerable = qid.endswith("_abs")
         gold: list[str] = []
-        if unanswerable:
-            abstained += 1
-        else:
+        if not qid.endswith("_abs"):
             for answer in answers:
                 if str(answer) not in keys:
                     raise fields.fail(f"answer_session_ids: {answer!r} is not one of its "
@@ -139,16 +138,8 @@ def convert(sources: list[Path]) -> Imported:
         if missing:
             raise SourceError(f"{path.name}: question {query['id']}: answer session "
                               f"{missing[0]!r} has no non-empty turn")
-    notes = []
-    if renamed:
-        notes.append(f"{renamed} session id(s) came back with different turns and were kept "
-                     "apart as <id>~<content hash>")
-    if empty:
-        notes.append(f"{empty} empty turn(s) skipped")
-    return Imported(
-        format="longmemeval", suite="recall",
-        files={"corpus.json": corpus, "queries.json": queries},
-        sources=[path],
+    return recall_fixtures(
+        "longmemeval", path, corpus, queries,
         mapping={
             "corpus.id": "<haystack session id>:<turn number, from 1>",
             "corpus.session": "haystack_session_ids[i]",
@@ -163,7 +154,9 @@ def convert(sources: list[Path]) -> Imported:
             "queries.gold": "answer_session_ids (session-level); [] when question_id ends in _abs",
             "not used": "answer (no LLM judge), has_answer (gold is session-level)",
         },
-        counts={"queries": len(queries), "unanswerable": abstained,
-                "sessions": len(present), "corpus items": len(corpus)},
-        notes=notes,
+        counts={"sessions": len(present), "corpus items": len(corpus)},
+        notes=tally_notes(
+            (renamed, "{} session id(s) came back with different turns and were kept apart as "
+                      "<id>~<content hash>"),
+            (empty, "{} empty turn(s) skipped")),
     )

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from membench_gate.importers.common import Fields, Imported, SourceError, read_jsonl
+from membench_gate.importers.common import Fields, Imported, SourceError, read_jsonl, tally_notes
 
 EXPECTED = "a Verimem probe set: JSON Lines of {knowledge, question}"
 
@@ -41,10 +41,6 @@ def convert(sources: list[Path]) -> Imported:
         probes.append({"id": f"unans-{number}", "question": question, "gold_fact_id": None})
     if not answerable:
         raise SourceError(f"{answerable_path}: no answerable lines ({EXPECTED})")
-    notes = []
-    if stored_anyway:
-        notes.append(f"{stored_anyway} unanswerable question(s) share their passage with an "
-                     "answerable line, so that passage is stored")
     return Imported(
         format="veribench", suite="abstention",
         files={"facts.json": [{"id": i, "text": t} for t, i in facts.items()],
@@ -59,5 +55,6 @@ def convert(sources: list[Path]) -> Imported:
         },
         counts={"facts": len(facts), "answerable probes": answerable,
                 "unanswerable probes": len(probes) - answerable},
-        notes=notes,
+        notes=tally_notes((stored_anyway, "{} unanswerable question(s) share their passage with "
+                                          "an answerable line, so that passage is stored")),
     )
