@@ -14,7 +14,7 @@ import stat
 import tempfile
 from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import (
     BaseModel,
@@ -350,35 +350,36 @@ class UnknownSchemaVersion(GateError):
         )
 
 
-def parse_baseline(data: bytes | str, label: str) -> Baseline:
-    """Read and validate a baseline; ``label`` names the file (or ``sha:path``) in errors."""
+_Model = TypeVar("_Model", Baseline, Results)
+
+
+def _parse(model: type[_Model], data: bytes | str, label: str, version_required: bool) -> _Model:
+    """Read and validate either file kind: the same errors, in the same order, for both. Only a
+    baseline must state its ``schema_version``; a results file may leave it out."""
     raw = load_json(data, label)
     if not isinstance(raw, dict):
         raise GateError(f"{label}: expected a JSON object")
     if "schema_version" not in raw:
-        raise GateError(f"{label}: schema_version: Field required")
-    if type(raw["schema_version"]) is not int or raw["schema_version"] != SCHEMA_VERSION:
+        if version_required:
+            raise GateError(f"{label}: schema_version: Field required")
+    elif type(raw["schema_version"]) is not int or raw["schema_version"] != SCHEMA_VERSION:
         raise UnknownSchemaVersion(label, raw["schema_version"])
     check_numbers(raw, label)
     try:
-        return Baseline.model_validate(raw)
+        # check_numbers ran on the whole input above: a Results need not walk its items again.
+        return model.model_validate(raw, context={_NUMBERS_CHECKED: True})
     except ValidationError as exc:
         raise GateError(validation_message(label, exc)) from exc
+
+
+def parse_baseline(data: bytes | str, label: str) -> Baseline:
+    """Read and validate a baseline; ``label`` names the file (or ``sha:path``) in errors."""
+    return _parse(Baseline, data, label, version_required=True)
 
 
 def parse_results(data: bytes | str, label: str) -> Results:
     """Read and validate a results file."""
-    raw = load_json(data, label)
-    if not isinstance(raw, dict):
-        raise GateError(f"{label}: expected a JSON object")
-    if "schema_version" in raw and (type(raw["schema_version"]) is not int
-                                    or raw["schema_version"] != SCHEMA_VERSION):
-        raise UnknownSchemaVersion(label, raw["schema_version"])
-    check_numbers(raw, label)
-    try:
-        return Results.model_validate(raw, context={_NUMBERS_CHECKED: True})
-    except ValidationError as exc:
-        raise GateError(validation_message(label, exc)) from exc
+    return _parse(Results, data, label, version_required=False)
 
 
 def read_text(path: Path, label: str, what: str, hint: str = "") -> str:
