@@ -118,22 +118,25 @@ def test_pr_branch_is_compared_with_its_fork_point_on_origin_main(
     assert (repo / BASELINE).read_text(encoding="utf-8") == BRANCH_BASELINE
 
 
-def test_origin_head_names_the_default_branch(upstream: Upstream, tmp_path: Path) -> None:
+@pytest.mark.parametrize(("case", "branch"), [("origin-head-develop", "develop"),
+                                              ("no-origin-head", "main"),
+                                              ("unrelated-history", "main")])
+def test_the_remote_default_branch_is_origin_head_else_origin_main(
+    upstream: Upstream, tmp_path: Path, case: str, branch: str
+) -> None:
     repo = clone(upstream.url, tmp_path / "clone")
-    git(repo, "remote", "set-head", "origin", "develop")
+    if case == "origin-head-develop":
+        git(repo, "remote", "set-head", "origin", "develop")
+    elif case == "no-origin-head":
+        git(repo, "checkout", "-q", "develop")
+        git(repo, "remote", "set-head", "origin", "--delete")
+    else:
+        # No fork point with any branch: the default branch's tip stands in.
+        git(repo, "checkout", "-q", "--orphan", "lone")
+        commit(repo, "unrelated root", {"lone.txt": "x\n"})
 
     assert resolve_base(repo) == BaseCommit(
-        upstream.m2, "origin/develop", "remote-default-branch"
-    )
-
-
-def test_without_origin_head_origin_main_is_used(upstream: Upstream, tmp_path: Path) -> None:
-    repo = clone(upstream.url, tmp_path / "clone")
-    git(repo, "checkout", "-q", "develop")
-    git(repo, "remote", "set-head", "origin", "--delete")
-
-    assert resolve_base(repo) == BaseCommit(
-        upstream.m2, "origin/main", "remote-default-branch"
+        upstream.m2, f"origin/{branch}", "remote-default-branch"
     )
 
 
@@ -148,16 +151,6 @@ def test_payload_default_branch_wins_and_is_fetched_when_absent(
     # The depth-1 histories do not meet, so the fetched tip stands in for the fork point.
     assert base == BaseCommit(upstream.d1, "origin/develop", "remote-default-branch")
     assert git(repo, "rev-parse", "refs/remotes/origin/develop") == upstream.d1
-
-
-def test_unrelated_history_falls_back_to_the_branch_tip(upstream: Upstream, tmp_path: Path) -> None:
-    repo = clone(upstream.url, tmp_path / "clone")
-    git(repo, "checkout", "-q", "--orphan", "lone")
-    commit(repo, "unrelated root", {"lone.txt": "x\n"})
-
-    assert resolve_base(repo) == BaseCommit(
-        upstream.m2, "origin/main", "remote-default-branch"
-    )
 
 
 # GitHub events

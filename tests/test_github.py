@@ -425,24 +425,15 @@ def test_bad_input_fails_without_a_request(
 # -- retries ------------------------------------------------------------------------------
 
 
-def test_500_twice_then_success(fake: FakeGitHub) -> None:
-    fake.fail("GET", COMMENTS, 500, count=2)
+@pytest.mark.parametrize(("method", "success"), [("GET", 200), ("POST", 201)])
+def test_500_twice_then_success_posts_once(fake: FakeGitHub, method: str, success: int) -> None:
+    fake.fail(method, COMMENTS, 500, count=2)
 
     outcome = post(fake)
 
     assert outcome.action == "created"
     assert len(fake.comments_on(PR)) == 1
-    assert [r.status for r in fake.requests("GET", COMMENTS)] == [500, 500, 200]
-
-
-def test_post_500_twice_then_success_posts_once(fake: FakeGitHub) -> None:
-    fake.fail("POST", COMMENTS, 500, count=2)
-
-    outcome = post(fake)
-
-    assert outcome.action == "created"
-    assert len(fake.comments_on(PR)) == 1
-    assert [r.status for r in fake.requests("POST", COMMENTS)] == [500, 500, 201]
+    assert [r.status for r in fake.requests(method, COMMENTS)] == [500, 500, success]
 
 
 def test_429_with_retry_after_zero_is_retried(fake: FakeGitHub) -> None:
