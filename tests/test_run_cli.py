@@ -36,6 +36,18 @@ def abstention_fixtures(folder: Path, probes: list[dict[str, Any]] | None = None
     return folder
 
 
+def push_conversation(folder: Path, *turns: tuple[str, str, str, list[str]]) -> Path:
+    """A push fixture: one conversation about Ana Lima's page, with ``(id, text, expect, gold)``
+    turns."""
+    return write_json(folder / "conversations" / "c1.json", {
+        "id": "c1", "source": "work",
+        "pages": [{"slug": "ana-lima", "text": "Ana Lima runs the billing team.",
+                   "aliases": ["Ana"], "source": "work"}],
+        "turns": [{"id": ident, "text": text, "expect": expect, "gold": gold, "acceptable": []}
+                  for ident, text, expect, gold in turns],
+    })
+
+
 ABSTENTION_FX = '[suites.abstention]\nfixtures = ["fx"]\nk = 3\n'
 
 
@@ -152,13 +164,7 @@ def test_gold_id_that_does_not_exist(tmp_path: Path, suite: str) -> None:
         }]})
         missing, file = "dec-404", "fx/scenarios.json"
     else:
-        write_json(fx / "conversations" / "c1.json", {
-            "id": "c1", "source": "work",
-            "pages": [{"slug": "ana-lima", "text": "Ana Lima runs the billing team.",
-                       "aliases": ["Ana"], "source": "work"}],
-            "turns": [{"id": "t1", "text": "Ask Ana about invoices.", "expect": "retrieve",
-                       "gold": ["nobody-here"], "acceptable": []}],
-        })
+        push_conversation(fx, ("t1", "Ask Ana about invoices.", "retrieve", ["nobody-here"]))
         missing, file = "nobody-here", "fx/conversations/c1.json"
     config = write_config(tmp_path, f'[suites.{suite}]\nfixtures = ["fx"]\n')
     out = tmp_path / "r.json"
@@ -197,17 +203,8 @@ def test_adapter_factory_that_raises(tmp_path: Path) -> None:
 
 
 def _exploding_push_fixture(folder: Path) -> None:
-    write_json(folder / "conversations" / "c1.json", {
-        "id": "c1", "source": "work",
-        "pages": [{"slug": "ana-lima", "text": "Ana Lima runs the billing team.",
-                   "aliases": ["Ana"], "source": "work"}],
-        "turns": [
-            {"id": "t1", "text": "Ask Ana about invoices.", "expect": "retrieve",
-             "gold": ["ana-lima"], "acceptable": []},
-            {"id": "t2", "text": "KABOOM: what about the refunds?", "expect": "silent",
-             "gold": [], "acceptable": []},
-        ],
-    })
+    push_conversation(folder, ("t1", "Ask Ana about invoices.", "retrieve", ["ana-lima"]),
+                      ("t2", "KABOOM: what about the refunds?", "silent", []))
 
 
 @pytest.mark.parametrize("suite", ["abstention", "push"])
