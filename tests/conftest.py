@@ -20,6 +20,8 @@ import pytest
 from fakegithub import FakeGitHub
 from gitrepos import ISOLATED_ENV, LEAKY_VARS, commit, init
 
+from membench_gate.results import Cell, Results
+
 REPO = Path(__file__).resolve().parent.parent
 TESTS = Path(__file__).resolve().parent
 BUILTIN = REPO / "fixtures"  # the built-in fixtures
@@ -74,6 +76,17 @@ def write_adapter_config(folder: Path, target: str, options: dict[str, Any] | No
     lines = [f"{key} = {json.dumps(value)}" for key, value in (options or {}).items()]
     return write_config(folder, "[adapter.options]\n" + "".join(f"{line}\n" for line in lines)
                         + suites, adapter=target)
+
+
+def veto_results(failed: list[str]) -> Results:
+    """A results file with one cell, ``veto/files_known`` (recall 0.9 over 10 items, ``failed``
+    failing): two of them make a verdict to post as a comment."""
+    return Results(
+        schema_version=1, fixtures_hash="f" * 64, config={"suites": {}}, digests={},
+        cells={"veto/files_known": Cell(metrics={"veto_recall_at_k": 0.9}, gold_total=10,
+                                        failed=failed)},
+        receipt={"tool_version": "0", "started_at": "x", "duration_s": 1, "adapter": "a"},
+        items={})
 
 
 SMALL_FACTS = [{"id": "f1", "text": "The billing API listens on port 8443."},

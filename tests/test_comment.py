@@ -8,25 +8,17 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from conftest import veto_results
 from fakegithub import FakeGitHub
 
 from membench_gate.comment import body_from_data, comment
 from membench_gate.errors import GateError
 from membench_gate.gate import decide
 from membench_gate.report import COMMENT_LIMIT
-from membench_gate.results import Cell, Results, dumps_results
+from membench_gate.results import dumps_results
 from membench_gate.settings import Context, Settings
 
 TOKEN = "ghs_unit_comment_token"
-
-
-def results(failed: list[str]) -> Results:
-    return Results(
-        schema_version=1, fixtures_hash="f" * 64, config={"suites": {}}, digests={},
-        cells={"veto/files_known": Cell(metrics={"veto_recall_at_k": 0.9}, gold_total=10,
-                                        failed=failed)},
-        receipt={"tool_version": "0", "started_at": "x", "duration_s": 1, "adapter": "a"},
-        items={})
 
 
 def settings_for(fake: FakeGitHub, tmp_path: Path, pr: int | None = 5) -> Settings:
@@ -46,8 +38,8 @@ def fake(fake_github: Callable[..., FakeGitHub]) -> FakeGitHub:
 def test_a_verdict_with_its_results_is_rendered_and_posted_once(fake: FakeGitHub, tmp_path: Path,
                                                                   capsys: pytest.CaptureFixture[str]
                                                                   ) -> None:
-    head = results(["d1"])
-    verdict = decide(results([]).to_baseline(), None, head)
+    head = veto_results(["d1"])
+    verdict = decide(veto_results([]).to_baseline(), None, head)
     (tmp_path / "v.json").write_text(json.dumps(verdict.model_dump(mode="json")))
     (tmp_path / "r.json").write_text(dumps_results(head))
     settings = settings_for(fake, tmp_path)

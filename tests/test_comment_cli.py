@@ -11,16 +11,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from conftest import veto_results
 from fakegithub import FakeGitHub
 
 from membench_gate.gate import decide
 from membench_gate.results import (
     Baseline,
-    Cell,
     Justification,
-    Results,
     dumps_baseline,
     dumps_results,
 )
@@ -38,19 +35,10 @@ def fake(fake_github: Callable[..., FakeGitHub]) -> FakeGitHub:
     return server
 
 
-def results(failed: list[str]) -> Results:
-    return Results(
-        schema_version=1, fixtures_hash="f" * 64, config={"suites": {}}, digests={},
-        cells={"veto/files_known": Cell(metrics={"veto_recall_at_k": 0.9}, gold_total=10,
-                                        failed=failed)},
-        receipt={"tool_version": "0", "started_at": "x", "duration_s": 1, "adapter": "a"},
-        items={})
-
-
 def write_artifact(folder: Path, failed: list[str]) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
-    base = results([]).to_baseline()
-    head = results(failed)
+    base = veto_results([]).to_baseline()
+    head = veto_results(failed)
     committed = head.to_baseline(Justification(text=SECRET_TEXT, breaches=["x"]))
     verdict = decide(base, committed, head)
     (folder / "results.json").write_text(dumps_results(head))
