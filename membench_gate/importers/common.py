@@ -56,6 +56,14 @@ def read_json(path: Path, expected: str) -> Any:
                           f"(expected {expected})") from exc
 
 
+def read_json_array(path: Path, expected: str, items: str) -> list[Any]:
+    """A source file that is one JSON array of ``items``; anything else names the format."""
+    data = read_json(path, expected)
+    if not isinstance(data, list):
+        raise SourceError(f"{path}: expected a JSON array of {items} ({expected})")
+    return data
+
+
 def read_jsonl(path: Path, expected: str) -> list[tuple[int, Any]]:
     """(line number, parsed object) for every non-blank line of a JSON Lines file."""
     text = read_text(path, str(path), "file")

@@ -22,7 +22,7 @@ from membench_gate.importers.common import (
     Imported,
     SourceError,
     iso,
-    read_json,
+    read_json_array,
     recall_fixtures,
     tally_notes,
 )
@@ -76,9 +76,7 @@ def _sessions(conv: Fields) -> list[tuple[int, str, list[Any]]]:
 
 def convert(sources: list[Path]) -> Imported:
     (path,) = sources
-    data = read_json(path, EXPECTED)
-    if not isinstance(data, list):
-        raise SourceError(f"{path}: expected a JSON array of samples ({EXPECTED})")
+    data = read_json_array(path, EXPECTED, "samples")
     corpus: list[dict[str, Any]] = []
     queries: list[dict[str, Any]] = []
     unresolved = skipped = images = 0

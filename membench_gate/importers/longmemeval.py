@@ -24,7 +24,7 @@ from membench_gate.importers.common import (
     SourceError,
     category_name,
     iso,
-    read_json,
+    read_json_array,
     recall_fixtures,
     tally_notes,
 )
@@ -62,9 +62,7 @@ def _turns(raw: Any, where: str) -> list[tuple[str, str]]:
 
 def convert(sources: list[Path]) -> Imported:
     (path,) = sources
-    data = read_json(path, EXPECTED)
-    if not isinstance(data, list):
-        raise SourceError(f"{path}: expected a JSON array of questions ({EXPECTED})")
+    data = read_json_array(path, EXPECTED, "questions")
     corpus: list[dict[str, Any]] = []
     queries: list[dict[str, Any]] = []
     stored: dict[str, str] = {}  # session key -> content hash

@@ -17,7 +17,7 @@ from typing import Any
 
 from rapidfuzz import fuzz, process, utils
 
-from membench_gate.importers.common import Fields, Imported, SourceError, read_json
+from membench_gate.importers.common import Fields, Imported, SourceError, read_json, read_json_array
 
 CORPUS = ("RoBrain VetoBench corpus.json: a JSON array of {id, decision, rationale, rejected: "
           "[{option, reason}], files_affected, created_at, reviewed_at?, historical_relevance, "
@@ -110,9 +110,7 @@ def _option(wanted: str, candidates: list[str]) -> tuple[str, str]:
 
 def convert(sources: list[Path]) -> Imported:
     corpus_path, scenarios_path = sources
-    raw_corpus = read_json(corpus_path, CORPUS)
-    if not isinstance(raw_corpus, list):
-        raise SourceError(f"{corpus_path}: expected a JSON array of decisions ({CORPUS})")
+    raw_corpus = read_json_array(corpus_path, CORPUS, "decisions")
     decisions: dict[str, dict[str, Any]] = {}
     inherited = 0
     for index, obj in enumerate(raw_corpus):
