@@ -380,25 +380,18 @@ def test_connection_refused_is_a_warning() -> None:
     assert TOKEN not in outcome.warning
 
 
-def test_bad_json_is_a_warning(fake: FakeGitHub) -> None:
-    fake.fail("GET", COMMENTS, 200, raw_body="{not json")
+@pytest.mark.parametrize(("body", "expected"), [("{not json", "not valid JSON"),
+                                              ("<html>maintenance</html>", "unexpected response")])
+def test_a_body_that_is_not_a_list_of_comments_is_a_warning(fake: FakeGitHub, body: str,
+                                                           expected: str) -> None:
+    fake.fail("GET", COMMENTS, 200, raw_body=body)
 
     outcome = post(fake)
 
     assert outcome.action == "failed"
     assert outcome.warning is not None
-    assert "not valid JSON" in outcome.warning
+    assert expected in outcome.warning
     assert f"(GET /repos/{REPO}/issues/{PR}/comments)" in outcome.warning
-
-
-def test_html_instead_of_a_list_is_a_warning(fake: FakeGitHub) -> None:
-    fake.fail("GET", COMMENTS, 200, raw_body="<html>maintenance</html>")
-
-    outcome = post(fake)
-
-    assert outcome.action == "failed"
-    assert outcome.warning is not None
-    assert "unexpected response" in outcome.warning
 
 
 @pytest.mark.parametrize(

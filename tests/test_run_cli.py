@@ -22,15 +22,18 @@ def without_receipt(text: str) -> str:
     return "".join(lines[:start] + lines[end + 1:])
 
 
-def abstention_fixtures(folder: Path, probes: list[dict[str, Any]] | None = None) -> Path:
+def abstention_fixtures(folder: Path, second_probe: dict[str, Any] | None = None) -> Path:
+    """Three facts and three probes (answered, answered, unanswerable); ``second_probe`` stands
+    in for the second, to plant a fault between two good items."""
     write_json(folder / "facts.json", [
         {"id": "f1", "text": "The billing service stores money as integer cents."},
         {"id": "f2", "text": "Staging deploys run every weekday at 14:00 UTC."},
         {"id": "f3", "text": "The on-call rotation hands over on Mondays at 10:00."},
     ])
-    write_json(folder / "probes.json", probes or [
+    write_json(folder / "probes.json", [
         {"id": "p1", "question": "How does billing store money?", "gold_fact_id": "f1"},
-        {"id": "p2", "question": "When do staging deploys run?", "gold_fact_id": "f2"},
+        second_probe or {"id": "p2", "question": "When do staging deploys run?",
+                         "gold_fact_id": "f2"},
         {"id": "p3", "question": "Which CDN serves the docs site?", "gold_fact_id": None},
     ])
     return folder
@@ -147,10 +150,8 @@ def test_malformed_fixture_json_names_file_line_and_column(tmp_path: Path) -> No
 def test_gold_id_that_does_not_exist(tmp_path: Path, suite: str) -> None:
     fx = tmp_path / "fx"
     if suite == "abstention":
-        abstention_fixtures(fx, [
-            {"id": "p1", "question": "How does billing store money?", "gold_fact_id": "f1"},
-            {"id": "p2", "question": "Who owns the CDN?", "gold_fact_id": "fact-999"},
-        ])
+        abstention_fixtures(fx, {"id": "p2", "question": "Who owns the CDN?",
+                                 "gold_fact_id": "fact-999"})
         missing, file = "fact-999", "fx/probes.json"
     elif suite == "veto":
         write_json(fx / "decisions.json", [{
@@ -211,11 +212,8 @@ def _exploding_push_fixture(folder: Path) -> None:
 def test_adapter_that_raises_mid_suite(tmp_path: Path, suite: str) -> None:
     fx = tmp_path / "fx"
     if suite == "abstention":
-        abstention_fixtures(fx, [
-            {"id": "p1", "question": "How does billing store money?", "gold_fact_id": "f1"},
-            {"id": "p-boom", "question": "KABOOM when do deploys run?", "gold_fact_id": "f2"},
-            {"id": "p3", "question": "Which CDN serves the docs?", "gold_fact_id": None},
-        ])
+        abstention_fixtures(fx, {"id": "p-boom", "question": "KABOOM when do deploys run?",
+                                 "gold_fact_id": "f2"})
         needles = ("abstention", "p-boom", "index shard 3 is corrupt (KABOOM)")
     else:
         _exploding_push_fixture(fx)
