@@ -4,7 +4,8 @@ Not run by CI: a way for anyone changing the templates to *look* at the result. 
 built-in suites twice — the reference memory as the base, and a weakened one (fewer embedding
 dimensions, so more hash collisions) as the head — gates the head against the base, renders the
 comment, converts it to HTML with cmark-gfm (GitHub's parser) and screenshots it with headless
-Chromium:
+Chromium. Both runs are this repository's own gate (``membench.toml``), so the preview shows the
+suites and options the project gates itself on:
 
     python scripts/preview_scoreboard.py [--out DIR] [--scenario regression|improvement|bless]
 
@@ -24,25 +25,14 @@ from pathlib import Path
 import cmarkgfm
 from cmarkgfm.cmark import Options
 
-from membench_gate.config import load_config
+from membench_gate.config import parse_config
 from membench_gate.gate import decide
 from membench_gate.report import COMMENT_LIMIT, render
-from membench_gate.results import Justification
+from membench_gate.results import Justification, Results
 from membench_gate.runner import run
 
-CONFIG = """\
-[adapter]
-python = "membench_gate.reference:ReferenceMemory"
-[adapter.options]
-tau = {tau}
-dims = {dims}
-[suites.veto]
-fixtures = ["builtin"]
-[suites.abstention]
-fixtures = ["builtin"]
-[suites.push]
-fixtures = ["builtin"]
-"""
+DOGFOOD = Path(__file__).resolve().parent.parent / "membench.toml"
+OPTIONS = "[adapter.options]\n"
 
 # Close to github.com's Markdown body: system font, bordered tables, grey code blocks.
 CSS = """
@@ -63,17 +53,18 @@ details { margin: 8px 0; } summary { cursor: pointer; }
 """
 
 
-def _results(folder: Path, tau: float, dims: int):
-    path = folder / f"membench-{dims}.toml"
-    path.write_text(CONFIG.format(tau=tau, dims=dims), encoding="utf-8")
-    return run(load_config(path))
+def _results(dims: int) -> Results:
+    """The dogfood gate with the reference memory's embeddings cut to ``dims`` dimensions: fewer
+    dimensions, more hash collisions, worse retrieval."""
+    text = DOGFOOD.read_text(encoding="utf-8")
+    if text.count(OPTIONS) != 1:
+        raise SystemExit(f"{DOGFOOD}: expected one {OPTIONS.strip()} table to set dims in")
+    return run(parse_config(text.replace(OPTIONS, f"{OPTIONS}dims = {dims}\n"), DOGFOOD))
 
 
 def scenario(name: str) -> str:
     """The comment Markdown of one kind of pull request."""
-    with tempfile.TemporaryDirectory() as tmp:
-        folder = Path(tmp)
-        strong, weak = _results(folder, 0.35, 512), _results(folder, 0.35, 96)
+    strong, weak = _results(512), _results(96)
     if name == "improvement":
         base, head = weak.to_baseline(), strong
         committed = base

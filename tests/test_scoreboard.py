@@ -4,8 +4,10 @@ unbanked improvements, the chart — checked on the HTML GitHub's parser (cmark-
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import shlex
+from pathlib import Path
 
 from markupsafe import Markup
 from test_report import parse, to_html
@@ -234,3 +236,15 @@ def test_why_names_what_outranked_the_gold() -> None:
         "gold gold: rank 1; the memory abstained"
     assert ItemStory("c/x", "i", gold=["gold"], came_back=hits[:2]).why(5) == \
         "gold gold: not in the top 5; came back instead: d-1 (0.9), d-2 (0.8)"
+
+
+def test_the_preview_script_renders_the_dogfood_gate_weakened() -> None:
+    """scripts/preview_scoreboard.py is run by hand: this keeps it working as the code moves."""
+    spec = importlib.util.spec_from_file_location(
+        "preview_scoreboard", Path(__file__).resolve().parent.parent / "scripts" / "preview_scoreboard.py")
+    assert spec is not None and spec.loader is not None
+    preview = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(preview)
+    markdown = preview.scenario("regression")
+    assert markdown.startswith("## membench-gate: ❌ REGRESSION")
+    assert "veto/files_known" in markdown and "Base: `3f9a1c2e7b4d` (main)" in markdown
