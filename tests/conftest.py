@@ -1,5 +1,6 @@
 """What many test files share: the CLI in a real subprocess, a gate config next to the test adapters,
-a small memory repository, and the loopback fake GitHub.
+the factory of memory repositories (seeded, blessed, cloned for a pull request), the loopback fake
+GitHub in this process, and act with the fake GitHub in its own process.
 
 The helpers are plain functions (``from conftest import run_cli``) so module-level helpers and
 module-scoped fixtures can call them; the stateful ones are fixtures.
@@ -14,13 +15,16 @@ import subprocess
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from fakegithub import FakeGitHub
-from gitrepos import ISOLATED_ENV, LEAKY_VARS, commit, init
+from gitrepos import clean_env, commit, init, pr_clone
 
 from membench_gate.results import Cell, Results
+
+if TYPE_CHECKING:
+    from actkit import FakeServer
 
 REPO = Path(__file__).resolve().parent.parent
 TESTS = Path(__file__).resolve().parent
@@ -28,14 +32,10 @@ BUILTIN = REPO / "fixtures"  # the built-in fixtures
 
 
 def cli_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment of a developer's shell: no CI variables, isolated git, this package first on
-    ``PYTHONPATH``; ``extra`` on top (a test that plays CI sets ``CI`` or ``GITHUB_*`` there)."""
-    env = {k: v for k, v in os.environ.items()
-           if k not in LEAKY_VARS and k != "CI" and not k.startswith("GITHUB_")}
-    env.update(ISOLATED_ENV)
-    env["PYTHONPATH"] = os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])])
-    env.update(extra or {})
-    return env
+    """:func:`gitrepos.clean_env` (a developer's shell, isolated git) with this package first on
+    ``PYTHONPATH``; ``extra`` on top."""
+    path = os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])])
+    return clean_env({"PYTHONPATH": path, **(extra or {})})
 
 
 def run_cli(*args: str | Path, cwd: Path = REPO, env: Mapping[str, str] | None = None,
@@ -44,6 +44,33 @@ def run_cli(*args: str | Path, cwd: Path = REPO, env: Mapping[str, str] | None =
     return subprocess.run([sys.executable, "-m", "membench_gate", *map(str, args)], cwd=cwd,
                           env=cli_env(env), capture_output=True, text=True, timeout=timeout,
                           check=False)
+
+
+def bless(repo: Path, *args: str) -> None:
+    """``membench-gate bless ARGS`` in ``repo`` as a developer runs it, then commit the baseline."""
+    done = run_cli("bless", *args, cwd=repo)
+    assert done.returncode == 0, done.stdout + done.stderr
+    commit(repo, "bless baseline", {})
+
+
+def seed_repo(path: Path, files: Mapping[str, str], setup: Callable[[Path], None] | None = None,
+              blessed: bool = True) -> Path:
+    """A memory repository on ``main``: a README and ``files`` (the gate config among them) in one
+    commit, then a blessed baseline unless ``blessed`` is false. ``setup`` may add more to the work
+    tree before the first commit. Every repository factory of the tests starts here."""
+    repo = init(path)
+    if setup is not None:
+        setup(repo)
+    commit(repo, "memory repo", {"README.md": "memory\n", **files})
+    if blessed:
+        bless(repo)
+    return repo
+
+
+@pytest.fixture
+def work(origin: Path, tmp_path: Path) -> Path:
+    """A pull request's clone of the module's ``origin`` fixture (a bare repository), on ``pr``."""
+    return pr_clone(origin, tmp_path / "work")
 
 
 def write_json(path: Path, data: Any) -> Path:
@@ -103,15 +130,13 @@ def make_repo(tmp_path: Path) -> Callable[..., Path]:
     suite (``fx/``) and its membench.toml (reference adapter, k = 1) on ``main``, in ``config_dir``."""
 
     def make(config_dir: str = ".", name: str = "repo") -> Path:
-        repo = init(tmp_path / name)
-        folder = repo / config_dir
-        (folder / "fx").mkdir(parents=True)
-        (folder / "fx/facts.json").write_text(json.dumps(SMALL_FACTS))
-        (folder / "fx/probes.json").write_text(json.dumps(SMALL_PROBES))
-        (folder / "membench.toml").write_text(
-            '[adapter.options]\ntau = 0.3\n[suites.abstention]\nfixtures = ["fx"]\nk = 1\n')
-        commit(repo, "memory", {})
-        return repo
+        folder = Path(config_dir)
+        return seed_repo(tmp_path / name, {
+            str(folder / "fx/facts.json"): json.dumps(SMALL_FACTS),
+            str(folder / "fx/probes.json"): json.dumps(SMALL_PROBES),
+            str(folder / "membench.toml"):
+                '[adapter.options]\ntau = 0.3\n[suites.abstention]\nfixtures = ["fx"]\nk = 1\n',
+        }, blessed=False)
 
     return make
 
@@ -141,3 +166,22 @@ def fake_github() -> Iterator[Callable[..., FakeGitHub]]:
     yield start
     for server in reversed(with_servers):
         server.__exit__(None, None, None)
+
+
+# -- act, with the fake GitHub in its own process (see actkit) -----------------------------------
+# actkit is imported where it is used: it builds on modules that import this one.
+
+@pytest.fixture(scope="module")
+def act(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from actkit import act_binary
+
+    return act_binary(tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def fake_api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FakeServer]:
+    """The fake GitHub API serving in its own process, for workflows run under act."""
+    from actkit import fake_github_process
+
+    with fake_github_process(tmp_path_factory.mktemp("fake") / "state.json") as server:
+        yield server

@@ -1,24 +1,22 @@
-"""A memory repository as the action tests need it: a gate config on the built-in fixtures, a
-blessed baseline on main in a bare origin, the adapters a pull request may bring, and the
-environment variables GitHub's runner gives a composite action's step.
+"""A memory repository gated on the built-in fixtures: its config, a blessed baseline on main in
+a bare origin, the adapters a pull request may bring, and the environment variables GitHub's
+runner gives a composite action's step.
 
-Shared by test_action.py (the gate step as a subprocess) and test_action_e2e.py (the whole
-action under ``act``).
+Shared by the check and bless CLI tests, test_action.py (the gate step as a subprocess) and the
+end-to-end tests under ``act``.
 """
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
-from gitrepos import ISOLATED_ENV, LEAKY_VARS, actions_checkout, commit, git, init, write_event
+from conftest import seed_repo
+from gitrepos import actions_checkout, bare_origin, commit, git, write_event
 
 PROJECT = Path(__file__).resolve().parent.parent
 ACTION_YML = PROJECT / "action.yml"
@@ -32,11 +30,12 @@ python = "{adapter}"
 tau = {tau}
 [suites.veto]
 fixtures = ["builtin"]
+k = {k}
 [suites.abstention]
 fixtures = ["builtin"]
 [suites.push]
 fixtures = ["builtin"]
-"""
+{extra}"""
 
 # Abstains on everything and pushes nothing: every metric of every cell gets worse at once.
 SILENT_ADAPTER = '''\
@@ -114,26 +113,10 @@ class Exiting:
 '''
 
 
-def config_text(tau: float = 0.45, adapter: str = "membench_gate.reference:ReferenceMemory") -> str:
-    return CONFIG.format(tau=tau, adapter=adapter)
-
-
-def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """This process's environment without CI or workflow variables, with isolated git."""
-    env = {k: v for k, v in os.environ.items()
-           if k not in LEAKY_VARS and k not in ("CI", "VIRTUAL_ENV")
-           and not k.startswith(("GITHUB_", "RUNNER_", "MEMBENCH_", "INPUT_", "ACTIONS_"))}
-    env.update(ISOLATED_ENV)
-    env.update(extra or {})
-    return env
-
-
-def bless(repo: Path) -> None:
-    """``membench-gate bless`` in ``repo`` as a developer runs it, then commit the baseline."""
-    done = subprocess.run([sys.executable, "-m", "membench_gate", "bless"], cwd=repo,
-                          env=clean_env(), capture_output=True, text=True, check=False)
-    assert done.returncode == 0, done.stdout + done.stderr
-    commit(repo, "bless baseline", {})
+def config_text(tau: float = 0.45, adapter: str = "membench_gate.reference:ReferenceMemory",
+                k: int = 5, extra: str = "") -> str:
+    """The three built-in suites on ``adapter``; ``extra`` (tables such as ``[floors]``) last."""
+    return CONFIG.format(tau=tau, adapter=adapter, k=k, extra=extra)
 
 
 def blessed_origin(root: Path, files: Mapping[str, str] | None = None,
@@ -142,15 +125,8 @@ def blessed_origin(root: Path, files: Mapping[str, str] | None = None,
 
     ``setup`` may add more to the seed work tree before the first commit.
     """
-    seed = init(root / "seed")
-    if setup is not None:
-        setup(seed)
-    commit(seed, "memory repo", {"membench.toml": config_text(), "README.md": "memory\n",
-                                 **(files or {})})
-    bless(seed)
-    bare = root / "origin.git"
-    git(root, "clone", "-q", "--bare", str(seed), str(bare))
-    return bare, git(seed, "rev-parse", "HEAD")
+    seed = seed_repo(root / "seed", {"membench.toml": config_text(), **(files or {})}, setup)
+    return bare_origin(seed), git(seed, "rev-parse", "HEAD")
 
 
 @dataclass

@@ -2,8 +2,9 @@
 
 Every git call here runs with a fixed identity and date and without the user's or the system's
 git config, so shas are the same on every machine and a developer's settings (commit signing,
-hooks, another default branch) cannot leak in. ``ISOLATED_ENV`` and ``LEAKY_VARS`` let a test
-give the code under test the same environment (see ``isolate_git`` in test_gitbase.py).
+hooks, another default branch) cannot leak in. ``clean_env`` gives a subprocess of the code under
+test the same git, in a developer's shell rather than CI's; ``ISOLATED_ENV`` and ``LEAKY_VARS`` do
+it for this process (see ``isolate_git`` in test_gitbase.py).
 """
 
 from __future__ import annotations
@@ -43,6 +44,21 @@ LEAKY_VARS = (
 )
 
 
+# What a CI runner or a workflow step sets, and this package reads: a developer's shell has none.
+_CI_PREFIXES = ("GITHUB_", "RUNNER_", "MEMBENCH_", "INPUT_", "ACTIONS_")
+
+
+def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """This process's environment as a developer's shell: no CI or workflow variables, no active
+    virtualenv, isolated git; ``extra`` on top (a test that plays CI sets ``CI`` or ``GITHUB_*``)."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in LEAKY_VARS and k not in ("CI", "VIRTUAL_ENV")
+           and not k.startswith(_CI_PREFIXES)}
+    env.update(ISOLATED_ENV)
+    env.update(extra or {})
+    return env
+
+
 def git(cwd: Path, *args: str) -> str:
     """Run ``git args`` in ``cwd`` and return its stdout, stripped; fail loudly with its stderr."""
     env = {k: v for k, v in os.environ.items() if k not in LEAKY_VARS} | ISOLATED_ENV
@@ -79,6 +95,20 @@ def clone(url: str, dest: Path, *options: str) -> Path:
     """``git clone [options] url dest``; returns ``dest``."""
     git(dest.parent, "clone", "-q", *options, url, str(dest))
     return dest
+
+
+def bare_origin(seed: Path) -> Path:
+    """A bare clone of ``seed`` next to it (``<seed>.git``): the origin a pull request starts from."""
+    bare = seed.parent / f"{seed.name}.git"
+    git(seed.parent, "clone", "-q", "--bare", str(seed), str(bare))
+    return bare
+
+
+def pr_clone(origin: Path, dest: Path, branch: str = "pr") -> Path:
+    """A developer's clone of ``origin`` on a new ``branch``, the work tree of a pull request."""
+    repo = clone(f"file://{origin}", dest)
+    git(repo, "checkout", "-q", "-b", branch)
+    return repo
 
 
 def actions_checkout(url: str, dest: Path, ref: str) -> Path:

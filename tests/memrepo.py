@@ -1,4 +1,4 @@
-"""A small memory repository for the fail-closed tests, and the CLI as a developer or CI runs it.
+"""A small memory repository for the fail-closed tests, and ``check`` with every output asked for.
 
 The repository gates the abstention suite on five facts (two of them distractors no probe asks
 for) and four probes with ``k = 1``: small enough that a check takes well under a second, real
@@ -8,15 +8,14 @@ enough that items pass and fail, the controls fail as designed, and a corpus can
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gitrepos import ISOLATED_ENV, LEAKY_VARS, clone, commit, git, init
+from conftest import run_cli, seed_repo
+from gitrepos import bare_origin
 
 FACTS = [
     {"id": "f1", "text": "The billing API listens on port 8443."},
@@ -57,47 +56,21 @@ def fixture_files(facts: list[dict[str, Any]] | None = None,
             "fx/probes.json": json.dumps(PROBES if probes is None else probes, indent=2)}
 
 
-def cli_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """A developer's shell: no CI or workflow variables, isolated git."""
-    env = {k: v for k, v in os.environ.items()
-           if k not in LEAKY_VARS and k not in ("CI", "VIRTUAL_ENV")
-           and not k.startswith(("GITHUB_", "RUNNER_", "MEMBENCH_", "INPUT_", "ACTIONS_"))}
-    env.update(ISOLATED_ENV)
-    env.update(extra or {})
-    return env
-
-
-def gate(cwd: Path, *args: str, ci: bool = False, env: Mapping[str, str] | None = None,
-         **popen: Any) -> subprocess.CompletedProcess[str]:
+def gate(cwd: Path, *args: str, ci: bool = False, env: Mapping[str, str] | None = None
+         ) -> subprocess.CompletedProcess[str]:
     """``python -m membench_gate ARGS`` in ``cwd``; ``ci`` sets CI and GITHUB_ACTIONS."""
-    extra = {**(CI_ENV if ci else {}), **(env or {})}
-    options: dict[str, Any] = popen or {"capture_output": True}
-    return subprocess.run([sys.executable, "-m", "membench_gate", *args], cwd=cwd,
-                          env=cli_env(extra), text=True, check=False, timeout=300, **options)
+    return run_cli(*args, cwd=cwd, env={**(CI_ENV if ci else {}), **(env or {})})
 
 
 def memory_repo(path: Path, files: Mapping[str, str] | None = None, bless: bool = True) -> Path:
     """A repository on ``main`` with the small memory's config and fixtures, blessed."""
-    repo = init(path)
-    commit(repo, "memory", {"membench.toml": config_text(), "README.md": "memory\n",
-                            **fixture_files(), **(files or {})})
-    if bless:
-        done = gate(repo, "bless")
-        assert done.returncode == 0, done.stderr
-        commit(repo, "bless baseline", {})
-    return repo
+    return seed_repo(path, {"membench.toml": config_text(), **fixture_files(), **(files or {})},
+                     blessed=bless)
 
 
-def bare_origin(seed: Path) -> Path:
-    bare = seed.parent / f"{seed.name}.git"
-    git(seed.parent, "clone", "-q", "--bare", str(seed), str(bare))
-    return bare
-
-
-def pr_clone(origin: Path, dest: Path, branch: str = "pr") -> Path:
-    repo = clone(f"file://{origin}", dest)
-    git(repo, "checkout", "-q", "-b", branch)
-    return repo
+def memory_origin(root: Path, files: Mapping[str, str] | None = None) -> Path:
+    """A bare origin (in ``root``) whose main has the small memory, blessed."""
+    return bare_origin(memory_repo(root / "seed", files))
 
 
 OUTPUTS = ("verdict.json", "report.md", "results.json", "base.json")

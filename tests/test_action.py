@@ -32,7 +32,6 @@ from gaterepo import (
     Checkout,
     action_spec,
     blessed_origin,
-    clean_env,
     config_text,
     parse_file_command,
     push_pr,
@@ -40,7 +39,7 @@ from gaterepo import (
     step_env,
     workflow_commands,
 )
-from gitrepos import clone, git
+from gitrepos import clean_env, pr_clone
 
 TOKEN = "ghs_0123456789abcdefFAKEtokenFORtheGATEtests"
 COMMENTS = rf"/repos/{REPOSITORY}/issues/{PR_NUMBER}/comments"
@@ -89,8 +88,7 @@ def pull_request(origin: tuple[Path, str], tmp_path: Path, files: Mapping[str, s
                  dev: Path | None = None) -> Checkout:
     """A push to PR 5 with ``files``, checked out as GitHub's merge commit (see push_pr)."""
     if dev is None:
-        dev = clone(f"file://{origin[0]}", tmp_path / "dev")
-        git(dev, "checkout", "-q", "-b", "feature")
+        dev = pr_clone(origin[0], tmp_path / "dev", branch="feature")
     return push_pr(origin, dev, tmp_path, str(next(_pushes)), files)
 
 

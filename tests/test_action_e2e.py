@@ -15,7 +15,6 @@ prints workflow commands. After both, the PR has exactly one comment, edited in 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,8 +24,6 @@ from actkit import (
     ACTION_DIR,
     TOKEN,
     FakeServer,
-    act_binary,
-    fake_github,
     run_offline,
     vendor_action,
 )
@@ -40,7 +37,7 @@ from gaterepo import (
     config_text,
     push_pr,
 )
-from gitrepos import clone, git
+from gitrepos import pr_clone
 
 OUTPUTS = list(action_spec()["outputs"])
 COMMENTS = f"/repos/{REPOSITORY}/issues/{PR_NUMBER}/comments"
@@ -95,19 +92,6 @@ runs:
     - shell: bash
       run: echo "actions/setup-python ran although python-version is empty" >&2; exit 1
 """
-
-
-# -- act and the fake API ---------------------------------------------------------------------
-
-@pytest.fixture(scope="module")
-def act(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return act_binary(tmp_path_factory)
-
-
-@pytest.fixture(scope="module")
-def fake(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FakeServer]:
-    with fake_github(tmp_path_factory.mktemp("fake") / "state.json") as server:
-        yield server
 
 
 # -- the memory repository and its pull request ------------------------------------------------
@@ -171,14 +155,13 @@ def job_result(run: ActRun) -> str | None:
 
 # -- the test ----------------------------------------------------------------------------------
 
-def test_the_action_under_act(act: Path, origin: tuple[Path, str], fake: FakeServer,
+def test_the_action_under_act(act: Path, origin: tuple[Path, str], fake_api: FakeServer,
                               tmp_path: Path) -> None:
-    dev = clone(f"file://{origin[0]}", tmp_path / "dev")
-    git(dev, "checkout", "-q", "-b", "feature")
+    dev = pr_clone(origin[0], tmp_path / "dev", branch="feature")
 
     # 1. A push that changes nothing measured: PASS, one comment created.
     first = push_pr(origin, dev, tmp_path, "1", {})
-    run = run_act(act, first, fake, tmp_path, "1")
+    run = run_act(act, first, fake_api, tmp_path, "1")
     assert run.returncode == 0, "\n".join(run.lines[-60:])
     assert job_result(run) == "success"
     assert_token_masked(run)
@@ -192,16 +175,16 @@ def test_the_action_under_act(act: Path, origin: tuple[Path, str], fake: FakeSer
     assert run.report is not None and run.report.startswith("## membench-gate: ✅ PASS")
     (summary,) = run.commands("summary")  # act logs what the step wrote to $GITHUB_STEP_SUMMARY
     assert summary["content"] == run.report
-    (comment,) = fake.comments()
+    (comment,) = fake_api.comments()
     assert seen["OUT_COMMENT_URL"] == comment["html_url"]
     assert comment["user"]["login"] == "github-actions[bot]"
     assert comment["body"].startswith("<!-- membench-gate:v1 key=default -->\n## membench-gate: ✅")
-    assert len(fake.requests("POST", COMMENTS)) == 1
+    assert len(fake_api.requests("POST", COMMENTS)) == 1
 
     # 2. A push that lowers tau (a regression) with an adapter printing workflow commands.
     second = push_pr(origin, dev, tmp_path, "2",
                      {"membench.toml": config_text(tau=0.4, adapter="noisy:Noisy")})
-    run2 = run_act(act, second, fake, tmp_path, "2")
+    run2 = run_act(act, second, fake_api, tmp_path, "2")
     assert run2.returncode != 0 and job_result(run2) == "failure"
     assert_token_masked(run2)
     seen2 = run2.outputs
@@ -224,9 +207,9 @@ def test_the_action_under_act(act: Path, origin: tuple[Path, str], fake: FakeSer
     assert not [e for e in run2.entries if e.get("command") == "set-output" and e.get("name") == "x"]
 
     # Exactly one comment after both runs: the first one, edited in place (a PATCH).
-    (edited,) = fake.comments()
+    (edited,) = fake_api.comments()
     assert edited["id"] == comment["id"]
     assert "REGRESSION" in edited["body"] and edited["body"] != comment["body"]
-    assert len(fake.requests("POST", COMMENTS)) == 1
-    patches = fake.requests("PATCH", f"/repos/{REPOSITORY}/issues/comments/{comment['id']}")
+    assert len(fake_api.requests("POST", COMMENTS)) == 1
+    patches = fake_api.requests("PATCH", f"/repos/{REPOSITORY}/issues/comments/{comment['id']}")
     assert [p["status"] for p in patches] == [200]

@@ -13,9 +13,8 @@ import test_check_cli
 from conftest import run_cli
 from test_check_cli import config_text, verdict_of
 
-# The same blessed origin and pull-request clone as the check tests.
+# The same blessed origin as the check tests.
 origin = test_check_cli.origin
-work = test_check_cli.work
 
 # Orders the two best hits differently from one run to the next, at equal scores: what an ANN
 # store does to ties. The run count lives in a file, so it holds in or out of process.
@@ -47,8 +46,7 @@ class Flaky(ReferenceMemory):
 
 def test_verify_determinism_names_the_first_differing_cell_item_and_field(work: Path) -> None:
     (work / "flaky.py").write_text(FLAKY_ADAPTER, encoding="utf-8")
-    (work / "membench.toml").write_text(config_text().replace(
-        "membench_gate.reference:ReferenceMemory", "flaky:Flaky"), encoding="utf-8")
+    (work / "membench.toml").write_text(config_text(adapter="flaky:Flaky"), encoding="utf-8")
     code, verdict, out = verdict_of(work, "--verify-determinism")
     assert code == 3 and verdict["verdict"] == "inconclusive"
     note = verdict["notes"][0]

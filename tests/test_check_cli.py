@@ -7,24 +7,10 @@ import json
 from collections.abc import Mapping
 from pathlib import Path
 
+import gaterepo
 import pytest
-from conftest import run_cli
-from gitrepos import actions_checkout, clone, commit, git, init
-
-CONFIG = """\
-[adapter]
-python = "membench_gate.reference:ReferenceMemory"
-[adapter.options]
-tau = {tau}
-[suites.veto]
-fixtures = ["builtin"]
-k = {k}
-[suites.abstention]
-fixtures = ["builtin"]
-[suites.push]
-fixtures = ["builtin"]
-{extra}
-"""
+from conftest import run_cli, seed_repo
+from gitrepos import actions_checkout, bare_origin, clone, commit, git, init
 
 LEAKY_ADAPTER = '''\
 from membench_gate.reference import ReferenceMemory
@@ -45,29 +31,16 @@ JUSTIFICATION = ("Raising tau to 0.4 trades abstention/default net_at_1 and the 
                  "probes for fewer wrong answers, which our users asked for in the support review")
 
 
-def config_text(tau: float = 0.35, k: int = 5, extra: str = "") -> str:
-    return CONFIG.format(tau=tau, k=k, extra=extra)
+def config_text(tau: float = 0.35, k: int = 5, extra: str = "",
+                adapter: str = "membench_gate.reference:ReferenceMemory") -> str:
+    return gaterepo.config_text(tau=tau, adapter=adapter, k=k, extra=extra)
 
 
 @pytest.fixture(scope="module")
 def origin(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A bare origin whose main has a blessed baseline (tau 0.35)."""
-    root = tmp_path_factory.mktemp("origin")
-    seed = init(root / "seed")
-    commit(seed, "memory repo", {"membench.toml": config_text(), "README.md": "memory\n"})
-    done = run_cli("bless", cwd=seed)
-    assert done.returncode == 0, done.stderr
-    commit(seed, "bless baseline", {})
-    bare = root / "origin.git"
-    git(root, "clone", "-q", "--bare", str(seed), str(bare))
-    return bare
-
-
-@pytest.fixture
-def work(origin: Path, tmp_path: Path) -> Path:
-    repo = clone(f"file://{origin}", tmp_path / "work")
-    git(repo, "checkout", "-q", "-b", "pr")
-    return repo
+    seed = seed_repo(tmp_path_factory.mktemp("origin") / "seed", {"membench.toml": config_text()})
+    return bare_origin(seed)
 
 
 def verdict_of(repo: Path, *args: str, env: Mapping[str, str] | None = None
@@ -165,8 +138,7 @@ def test_zero_gated_breach_refuses_bless_and_fails_check(work: Path) -> None:
     extra = ""
     commit(work, "leaky adapter", {
         "leaky.py": LEAKY_ADAPTER,
-        "membench.toml": config_text(extra=extra).replace(
-            "membench_gate.reference:ReferenceMemory", "leaky:Leaky"),
+        "membench.toml": config_text(extra=extra, adapter="leaky:Leaky"),
     })
     before = (work / "baselines/main.json").read_bytes()
     refused = run_cli("bless", "--justification", JUSTIFICATION, cwd=work)

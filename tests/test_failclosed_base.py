@@ -13,17 +13,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from gitrepos import clone, commit, git, init
-from memrepo import (
-    TAU_REASON,
-    bare_origin,
-    check,
-    config_text,
-    fixture_files,
-    gate,
-    memory_repo,
-    pr_clone,
-)
+from gitrepos import bare_origin, clone, commit, git, init, pr_clone
+from memrepo import TAU_REASON, check, config_text, fixture_files, gate, memory_origin, memory_repo
 
 FLOOR = '[floors]\n"abstention/default:net_at_1" = 0.2\n'
 
@@ -31,17 +22,8 @@ FLOOR = '[floors]\n"abstention/default:net_at_1" = 0.2\n'
 @pytest.fixture(scope="module")
 def origin(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A bare origin whose main has the small memory, blessed (net_at_1 = 0.5), floor 0.2."""
-    root = tmp_path_factory.mktemp("origin")
-    seed = memory_repo(root / "seed", bless=False)
-    commit(seed, "floor", {"membench.toml": config_text(extra=FLOOR)})
-    assert gate(seed, "bless").returncode == 0
-    commit(seed, "bless", {})
-    return bare_origin(seed)
-
-
-@pytest.fixture
-def work(origin: Path, tmp_path: Path) -> Path:
-    return pr_clone(origin, tmp_path / "work")
+    return memory_origin(tmp_path_factory.mktemp("origin"),
+                         {"membench.toml": config_text(extra=FLOOR)})
 
 
 # -- the baseline path comes from the base's config ---------------------------------------------

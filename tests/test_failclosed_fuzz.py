@@ -19,9 +19,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from gitrepos import clean_env
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from memrepo import CI_ENV, cli_env, config_text, gate, memory_repo
+from memrepo import CI_ENV, config_text, gate, memory_repo
 
 from membench_gate.cli import main
 
@@ -58,7 +59,7 @@ def run_check(repo: Path, *args: str, env: Mapping[str, str] | None = None) -> t
     for name in OUTPUTS:
         (out / name).write_text("STALE\n")
     stderr = io.StringIO()
-    with environment(repo, cli_env(env)), contextlib.redirect_stderr(stderr), \
+    with environment(repo, clean_env(env)), contextlib.redirect_stderr(stderr), \
             contextlib.redirect_stdout(io.StringIO()):
         code = main(["check", "--json", str(out / "v.json"), "--report", str(out / "r.md"),
                      "--out", str(out / "o.json"), "--base-out", str(out / "b.json"), *args])

@@ -16,28 +16,14 @@ import sys
 from pathlib import Path
 
 import pytest
-from gitrepos import commit, git
-from memrepo import (
-    FACTS,
-    TAU_REASON,
-    bare_origin,
-    check,
-    cli_env,
-    config_text,
-    gate,
-    memory_repo,
-    pr_clone,
-)
+from conftest import cli_env
+from gitrepos import bare_origin, commit, git, pr_clone
+from memrepo import FACTS, TAU_REASON, check, config_text, gate, memory_origin, memory_repo
 
 
 @pytest.fixture(scope="module")
 def origin(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return bare_origin(memory_repo(tmp_path_factory.mktemp("origin") / "seed"))
-
-
-@pytest.fixture
-def work(origin: Path, tmp_path: Path) -> Path:
-    return pr_clone(origin, tmp_path / "work")
+    return memory_origin(tmp_path_factory.mktemp("origin"))
 
 
 def regressed(work: Path) -> None:

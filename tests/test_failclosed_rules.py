@@ -11,18 +11,18 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from gitrepos import commit, git
+from conftest import bless
+from gitrepos import bare_origin, commit, git, pr_clone
 from memrepo import (
     FACTS,
     PROBES,
     TAU_REASON,
-    bare_origin,
     check,
     config_text,
     fixture_files,
     gate,
+    memory_origin,
     memory_repo,
-    pr_clone,
 )
 
 from membench_gate.results import dumps_baseline, parse_results
@@ -30,12 +30,7 @@ from membench_gate.results import dumps_baseline, parse_results
 
 @pytest.fixture(scope="module")
 def origin(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return bare_origin(memory_repo(tmp_path_factory.mktemp("origin") / "seed"))
-
-
-@pytest.fixture
-def work(origin: Path, tmp_path: Path) -> Path:
-    return pr_clone(origin, tmp_path / "work")
+    return memory_origin(tmp_path_factory.mktemp("origin"))
 
 
 def commit_run_as_baseline(repo: Path) -> None:
@@ -139,9 +134,7 @@ def blessed_origin(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """main carries a blessed regression (tau 0.2) with TAU_REASON as its justification."""
     seed = memory_repo(tmp_path_factory.mktemp("blessed") / "seed")
     commit(seed, "raise tau", {"membench.toml": config_text(tau=0.2)})
-    done = gate(seed, "bless", "--justification", TAU_REASON)
-    assert done.returncode == 0, done.stderr
-    commit(seed, "bless", {})
+    bless(seed, "--justification", TAU_REASON)
     return bare_origin(seed)
 
 

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from gaterepo import blessed_origin, clean_env
-from gitrepos import clone
+from gaterepo import blessed_origin
+from gitrepos import clean_env, clone
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

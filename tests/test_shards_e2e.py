@@ -16,22 +16,18 @@ than being skipped (a skipped required check would count as success).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 from actkit import (
     ACTION_DIR,
     TOKEN,
     FakeServer,
-    act_binary,
-    fake_github,
     run_offline,
     stand_in,
     vendor_action,
 )
 from gaterepo import PROJECT, blessed_origin, push_pr
-from gitrepos import clone, git
+from gitrepos import pr_clone
 
 EXAMPLE = PROJECT / "docs" / "examples" / "membench-gate-sharded.yml"
 SHIPPED_ENV = ('  GATE_PACKAGE: membench-gate @ git+https://github.com/membench-gate/membench-gate@v1\n',
@@ -69,17 +65,6 @@ def sharded_workflow() -> str:
     return text
 
 
-@pytest.fixture(scope="module")
-def act(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return act_binary(tmp_path_factory)
-
-
-@pytest.fixture(scope="module")
-def fake(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FakeServer]:
-    with fake_github(tmp_path_factory.mktemp("fake") / "state.json") as server:
-        yield server
-
-
 def job_results(entries: list[dict]) -> dict[str, str]:
     """Each job's result as act reports it (``jobResult`` entries, by job id and matrix)."""
     results: dict[str, str] = {}
@@ -91,7 +76,7 @@ def job_results(entries: list[dict]) -> dict[str, str]:
     return results
 
 
-def test_the_sharded_example_under_act(act: Path, fake: FakeServer, tmp_path: Path) -> None:
+def test_the_sharded_example_under_act(act: Path, fake_api: FakeServer, tmp_path: Path) -> None:
     origin = blessed_origin(tmp_path / "origin",
                             {".github/workflows/gate.yml": sharded_workflow()})
     action = tmp_path / "action"
@@ -108,14 +93,13 @@ def test_the_sharded_example_under_act(act: Path, fake: FakeServer, tmp_path: Pa
             tmp_path / "download-artifact", "reads artifacts from $E2E_ARTIFACTS", DOWNLOAD,
             {"pattern": "", "path": "", "merge-multiple": ""}),
     }
-    dev = clone(f"file://{origin[0]}", tmp_path / "dev")
-    git(dev, "checkout", "-q", "-b", "feature")
+    dev = pr_clone(origin[0], tmp_path / "dev", branch="feature")
 
     # 1. Nothing measured changes: four parts, merged, gated PASS, one comment.
     first = push_pr(origin, dev, tmp_path, "1", {})
     artifacts = tmp_path / "artifacts-1"
     code, entries, lines = run_offline(
-        act, first.path, first.event, ".github/workflows/gate.yml", fake, tmp_path / "act-1",
+        act, first.path, first.event, ".github/workflows/gate.yml", fake_api, tmp_path / "act-1",
         local, {"E2E_ARTIFACTS": str(artifacts)}, {"GITHUB_TOKEN": TOKEN})
     assert code == 0, "\n".join(lines[-80:])
     results = job_results(entries)
@@ -126,7 +110,7 @@ def test_the_sharded_example_under_act(act: Path, fake: FakeServer, tmp_path: Pa
     shards = {json.loads(p.read_text(encoding="utf-8"))["receipt"]["shard"]
               for p in artifacts.glob("*/*.json")}
     assert shards == {"1/4", "2/4", "3/4", "4/4"}
-    (comment,) = fake.comments()
+    (comment,) = fake_api.comments()
     assert comment["body"].startswith("<!-- membench-gate:v1 key=default -->\n## membench-gate: ✅")
     merged_line = [line for line in lines if "results written to membench-merged.json" in line]
     assert merged_line, "\n".join(lines[-80:])
@@ -135,12 +119,12 @@ def test_the_sharded_example_under_act(act: Path, fake: FakeServer, tmp_path: Pa
     #    a skipped required check would count as success).
     second = push_pr(origin, dev, tmp_path, "2", {"membench.toml": "[adapter\n"})
     code, entries, lines = run_offline(
-        act, second.path, second.event, ".github/workflows/gate.yml", fake, tmp_path / "act-2",
+        act, second.path, second.event, ".github/workflows/gate.yml", fake_api, tmp_path / "act-2",
         local, {"E2E_ARTIFACTS": str(tmp_path / "artifacts-2")}, {"GITHUB_TOKEN": TOKEN})
     assert code != 0
     results = job_results(entries)
     assert results.get("gate") == "failure", results
     assert "success" not in {v for k, v in results.items() if k.startswith("shard")}, results
     assert any("a shard job ended with 'failure'" in line for line in lines), "\n".join(lines[-60:])
-    (still,) = fake.comments()
+    (still,) = fake_api.comments()
     assert still["id"] == comment["id"]
