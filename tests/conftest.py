@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -36,6 +37,17 @@ def cli_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     ``PYTHONPATH``; ``extra`` on top."""
     path = os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])])
     return clean_env({"PYTHONPATH": path, **(extra or {})})
+
+
+# A progress line of a run outside a terminal (docs/gate.md, "Progress"): one per suite when it
+# ends, and periodic ones while a suite runs for more than a few seconds. How many periodic lines a
+# run prints depends on the machine's load, so a test that reads stderr leaves them out.
+PROGRESS_LINE = re.compile(r"[a-z]+: \d+/\d+ adapter calls(?:, about \d+(?:s| min) left)?")
+
+
+def without_progress(stderr: str) -> list[str]:
+    """The lines of ``stderr`` other than periodic progress lines (a suite's last line stays)."""
+    return [line for line in stderr.splitlines() if not PROGRESS_LINE.fullmatch(line)]
 
 
 def run_cli(*args: str | Path, cwd: Path = REPO, env: Mapping[str, str] | None = None,
