@@ -10,14 +10,13 @@ the built-in fixtures with the reference memory, and gate the merged file with `
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import REPO, run_cli
 from gaterepo import blessed_origin
-from gitrepos import clean_env, clone
+from gitrepos import clone
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -28,7 +27,6 @@ from membench_gate.results import Cell, Receipt, Results, dumps_results, parse_r
 from membench_gate.shard import Shard, parse_shard, shard_index
 from membench_gate.suites import Records, registry
 
-REPO = Path(__file__).resolve().parent.parent
 CONFIG = {
     "suites": {
         "veto": {"fixtures": ["builtin"], "k": 5},
@@ -237,12 +235,6 @@ def test_merge_refuses_parts_it_cannot_merge_exactly() -> None:
 
 # -- the real CLI on random subsets of the built-in fixtures ---------------------------------------
 
-def cli(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "membench_gate", *map(str, args)], cwd=cwd,
-                          env=clean_env({"PYTHONPATH": str(REPO)}), capture_output=True,
-                          text=True, timeout=300, check=False)
-
-
 def subset_fixtures(folder: Path, keep: list[bool]) -> None:
     """veto, abstention and push fixture folders holding a subset of the built-in items."""
     def pick(values: list[Any]) -> list[Any]:
@@ -277,15 +269,15 @@ def test_run_shards_and_merge_match_an_unsharded_run(tmp_path_factory: pytest.Te
         '[suites.veto]\nfixtures = ["fx/veto"]\n'
         '[suites.abstention]\nfixtures = ["fx/abstention"]\n'
         '[suites.push]\nfixtures = ["fx/push"]\n', encoding="utf-8")
-    done = cli("run", "--out", "whole.json", cwd=work)
+    done = run_cli("run", "--out", "whole.json", cwd=work)
     assert done.returncode == 0, done.stderr
     for index in range(1, count + 1):
-        done = cli("run", "--shard", f"{index}/{count}", "--out", f"part-{index}.json", cwd=work)
+        done = run_cli("run", "--shard", f"{index}/{count}", "--out", f"part-{index}.json", cwd=work)
         assert done.returncode == 0, done.stderr
         assert json.loads((work / f"part-{index}.json").read_text())["receipt"]["shard"] == \
             f"{index}/{count}"
     parts = [f"part-{i}.json" for i in range(count, 0, -1)]
-    done = cli("merge", *parts, "--out", "merged.json", cwd=work)
+    done = run_cli("merge", *parts, "--out", "merged.json", cwd=work)
     assert done.returncode == 0, done.stderr
     whole = (work / "whole.json").read_text(encoding="utf-8")
     merged = (work / "merged.json").read_text(encoding="utf-8")
@@ -299,16 +291,16 @@ def test_check_gates_merged_shards_and_refuses_a_part(tmp_path: Path) -> None:
     origin, _ = blessed_origin(tmp_path / "origin")
     repo = clone(f"file://{origin}", tmp_path / "work")
     for index in (1, 2):
-        done = cli("run", "--shard", f"{index}/2", "--out", f"part-{index}.json", cwd=repo)
+        done = run_cli("run", "--shard", f"{index}/2", "--out", f"part-{index}.json", cwd=repo)
         assert done.returncode == 0, done.stderr
-    done = cli("merge", "part-1.json", "part-2.json", "--out", "merged.json", cwd=repo)
+    done = run_cli("merge", "part-1.json", "part-2.json", "--out", "merged.json", cwd=repo)
     assert done.returncode == 0, done.stderr
 
-    done = cli("check", "--results", "merged.json", "--base-ref", "HEAD", cwd=repo)
+    done = run_cli("check", "--results", "merged.json", "--base-ref", "HEAD", cwd=repo)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "PASS" in done.stdout
 
-    done = cli("check", "--results", "part-1.json", "--base-ref", "HEAD", cwd=repo)
+    done = run_cli("check", "--results", "part-1.json", "--base-ref", "HEAD", cwd=repo)
     assert done.returncode == 4
     assert done.stderr.strip().splitlines() == [
         "membench-gate: error: part-1.json: receipt.shard: shard 1/2 of a run, not a whole run "
@@ -322,7 +314,7 @@ def test_check_gates_merged_shards_and_refuses_a_part(tmp_path: Path) -> None:
     part["items"][cell][probe]["judged"] = "correct" if \
         part["items"][cell][probe]["judged"] != "correct" else "wrong"
     (repo / "part-2.json").write_text(json.dumps(part), encoding="utf-8")
-    done = cli("merge", "part-1.json", "part-2.json", "--out", "bad.json", cwd=repo)
+    done = run_cli("merge", "part-1.json", "part-2.json", "--out", "bad.json", cwd=repo)
     assert done.returncode == 4
     assert done.stderr.startswith("membench-gate: error: part-2.json: cells.abstention/")
     assert not (repo / "bad.json").exists()
@@ -330,11 +322,11 @@ def test_check_gates_merged_shards_and_refuses_a_part(tmp_path: Path) -> None:
 
 def test_bad_shard_usage_exits_4(tmp_path: Path) -> None:
     for value in ("0/2", "3/2", "x"):
-        done = cli("run", "--shard", value, cwd=REPO)
+        done = run_cli("run", "--shard", value, cwd=REPO)
         assert done.returncode == 4
         assert len(done.stderr.strip().splitlines()) == 1, done.stderr
-    done = cli("merge", "--out", "x.json", cwd=tmp_path)
+    done = run_cli("merge", "--out", "x.json", cwd=tmp_path)
     assert done.returncode == 4
-    done = cli("merge", "missing.json", "--out", "x.json", cwd=tmp_path)
+    done = run_cli("merge", "missing.json", "--out", "x.json", cwd=tmp_path)
     assert done.returncode == 4
     assert done.stderr.strip() == "membench-gate: error: missing.json: file not found"
