@@ -164,9 +164,10 @@ def _check_depth(obj: Any, label: str) -> None:
             raise GateError(f"{label}: JSON nested deeper than {MAX_DEPTH} levels")
         inner: list[Any] = []
         for value in level:
-            if isinstance(value, dict):
+            kind = type(value)  # json.loads makes plain dicts and lists, never subclasses
+            if kind is dict:
                 inner.extend(value.values())
-            elif isinstance(value, list):
+            elif kind is list:
                 inner.extend(value)
         level, depth = inner, depth + 1
 
