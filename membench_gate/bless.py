@@ -11,7 +11,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from membench_gate.check import BaseSide, read_base, read_committed, read_results
+from membench_gate.baseside import BaseSide, read_base
+from membench_gate.check import read_committed, read_results
 from membench_gate.config import Config, load_config
 from membench_gate.errors import GateError
 from membench_gate.findings import DRAFT_REASON

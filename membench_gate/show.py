@@ -58,7 +58,7 @@ def _results(config: Config, results_path: Path | None, cell: str) -> Results:
 def base_outcome(config: Config, base_ref: str | None, cell: str, item: str) -> BaseOutcome:
     """The item's outcome in the baseline at the base commit (read with git)."""
     from membench_gate import gitbase
-    from membench_gate.check import read_base
+    from membench_gate.baseside import read_base
     from membench_gate.settings import Context
 
     try:
