@@ -158,6 +158,22 @@ def read_base(config: Config, base_ref: str | None, context: Context | None = No
     return side
 
 
+def read_base_in_repository(config: Config, base_ref: str | None, context: Context | None = None,
+                            config_arg: Path | None = None) -> BaseSide | None:
+    """:func:`read_base`, or None when the config is in no git repository and no ``base_ref``
+    asks for a base: there is nothing to compare with (``bless`` writes a first baseline,
+    ``show`` says so). With a ``base_ref``, being outside a repository is an error."""
+    from membench_gate import gitbase
+
+    try:
+        gitbase.repo_root(config.base_dir)
+    except GateError:
+        if base_ref:
+            raise
+        return None
+    return read_base(config, base_ref, context, config_arg=config_arg)
+
+
 def _decode(data: bytes, label: str) -> str:
     try:
         return data.decode("utf-8")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from membench_gate.baseside import BaseSide, read_base
+from membench_gate.baseside import BaseSide, read_base_in_repository
 from membench_gate.check import read_committed, read_results
 from membench_gate.config import Config, load_config
 from membench_gate.errors import GateError
@@ -27,17 +27,12 @@ from membench_gate.verdict import BaseInfo
 
 def _base(config: Config, base_ref: str | None, context: Context, config_arg: Path) -> BaseSide:
     """The base side for bless; outside a git repository there is none (a first baseline)."""
-    from membench_gate import gitbase
-
-    try:
-        gitbase.repo_root(config.base_dir)
-    except GateError:
-        if base_ref:
-            raise
+    side = read_base_in_repository(config, base_ref, context, config_arg=config_arg)
+    if side is None:
         print("membench-gate: not a git repository: writing a first baseline without comparison",
               file=sys.stderr)
         return BaseSide(BaseInfo(), None, {})
-    return read_base(config, base_ref, context, config_arg=config_arg)
+    return side
 
 
 def _readable_committed(config: Config) -> Baseline | None:

@@ -57,19 +57,14 @@ def _results(config: Config, results_path: Path | None, cell: str) -> Results:
 
 def base_outcome(config: Config, base_ref: str | None, cell: str, item: str) -> BaseOutcome:
     """The item's outcome in the baseline at the base commit (read with git)."""
-    from membench_gate import gitbase
-    from membench_gate.baseside import read_base
+    from membench_gate.baseside import read_base_in_repository
     from membench_gate.settings import Context
 
-    try:
-        gitbase.repo_root(config.base_dir)
-    except GateError:
-        if base_ref:
-            raise
-        return BaseOutcome(None, "not a git repository")
     # show reads, it does not gate: the base is found as in this run's event, without CI's
     # fail-closed refusals (those guard a verdict).
-    side = read_base(config, base_ref, replace(Context.from_env(), ci=False))
+    side = read_base_in_repository(config, base_ref, replace(Context.from_env(), ci=False))
+    if side is None:
+        return BaseOutcome(None, "not a git repository")
     if side.info.sha is None:
         return BaseOutcome(None, "no base commit")
     where = f"base {side.info.sha[:12]}" + (f" ({side.info.ref})" if side.info.ref else "")
