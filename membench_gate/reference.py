@@ -31,7 +31,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from datetime import datetime, timezone
-from itertools import chain, repeat
+from itertools import chain
 
 import numpy as np
 from rapidfuzz import fuzz
@@ -72,9 +72,8 @@ _ASCII_WORDS = bytes(
     byte | 0x20 if 0x41 <= byte <= 0x5A else byte if chr(byte).isalnum() and byte < 0x80 else 0x20
     for byte in range(256)
 )
-# Between the texts of a batch, tokenised as one string: word number 0. ``\x00`` is not
-# alphanumeric, so no text's words contain it (a batch whose texts do is tokenised text by text).
-_SEPARATOR = b"\x00"
+# Between the texts of a batch, tokenised as one string. ``\x00`` is not alphanumeric, so no
+# text's words contain it (a batch whose texts do is tokenised text by text).
 _ASCII_WORDS_AND_SEPARATOR = b"\x00" + _ASCII_WORDS[1:]
 # Rows embedded per step (dims × rows cells): small enough for the step's scratch arrays to stay
 # in cache, so the matrix itself is written once.
@@ -98,74 +97,79 @@ def _word_bytes(text: str) -> bytes:
     return b" ".join(token.encode("utf-8") for token in tokenize(text))
 
 
+def _batch_bytes(texts: Sequence[str]) -> bytes:
+    """The words of all ``texts`` (see :func:`_word_bytes`), the texts separated by ``\x00``."""
+    joined = " \x00 ".join(texts)
+    if joined.isascii() and joined.count("\x00") == len(texts) - 1:
+        return joined.encode("ascii").translate(_ASCII_WORDS_AND_SEPARATOR)
+    return b" \x00 ".join(map(_word_bytes, texts))
+
+
+def _hash_words(data: bytes) -> tuple[np.ndarray, np.ndarray]:
+    """Where each token of ``data`` starts, and its FNV-1a hash: the tokens are the runs of bytes
+    above the space (``\x00`` and spaces separate them) longer than 2 bytes.
+
+    All tokens are hashed at once, byte position by byte position, longest tokens first so that
+    the tokens still going on at position j are a prefix: a few array operations per position
+    instead of a Python loop over every byte.
+    """
+    data_bytes = np.frombuffer(data, dtype=np.uint8)
+    inside = np.zeros(len(data_bytes) + 2, dtype=bool)
+    np.greater(data_bytes, 0x20, out=inside[1:-1])
+    edges = np.flatnonzero(inside[1:] != inside[:-1])
+    starts, lengths = edges[0::2], edges[1::2] - edges[0::2]
+    long = lengths > 2
+    starts, lengths = starts[long], lengths[long]
+    order = np.argsort(-lengths)
+    at = starts[order]
+    going = np.searchsorted(-lengths[order], -np.arange(int(lengths.max(initial=0))), "left")
+    hashes = np.full(len(at), FNV_OFFSET, dtype=np.uint32)
+    for position, count in enumerate(going.tolist()):
+        head = hashes[:count]
+        head ^= data_bytes[at[:count] + position]
+        head *= np.uint32(FNV_PRIME)  # modulo 2**32, as unsigned arithmetic wraps
+    hashes[order] = hashes.copy()
+    return starts, hashes
+
+
 class HashEmbedder:
     """Deterministic bag-of-words embedder with two hashed buckets per token.
 
-    Every word seen (UTF-8) is hashed once and given a number; its two buckets are a row of a
-    table, so embedding a batch is array indexing and counting, with no Python work per token but
-    a dict lookup.
+    Texts are tokenised and hashed a batch at a time with array operations (see
+    :func:`_hash_words`): no Python work per token.
     """
 
     def __init__(self, dims: int = 512) -> None:
         if dims < 2:
             raise ValueError("dims must be at least 2")
         self.dims = dims
-        self._numbers: dict[bytes, int] = {_SEPARATOR: 0}
-        self._table = np.zeros((1, 2), dtype=np.intp)  # row n: the two buckets of word n
-        self._long = np.zeros(1, dtype=bool)  # whether word n is a token (longer than 2)
-
-    def buckets(self, token: str) -> tuple[int, int]:
-        number = self.numbers([token.encode("utf-8")])[0]
-        first, second = self._table[number]
-        return int(first), int(second)
-
-    def numbers(self, words: Sequence[bytes]) -> np.ndarray:
-        """The number of each word, hashing the ones never seen before."""
-        known = self._numbers
-        found = np.fromiter(map(known.get, words, repeat(-1)), dtype=np.intp, count=len(words))
-        missing = np.flatnonzero(found < 0).tolist()
-        if missing:
-            new = list(dict.fromkeys([words[i] for i in missing]))
-            hashes = np.array([fnv1a_32(word) for word in new], dtype=np.int64)
-            rows = np.stack([hashes % self.dims, (hashes >> 8) % self.dims], axis=1)
-            self._table = np.concatenate([self._table, rows.astype(np.intp)])
-            self._long = np.concatenate([self._long, [len(word) > 2 for word in new]])
-            known.update(zip(new, range(len(known), len(known) + len(new)), strict=True))
-            found[missing] = [known[words[i]] for i in missing]
-        return found
 
     def embed(self, text: str) -> np.ndarray:
-        numbers = self.numbers([token.encode("utf-8") for token in tokenize(text)])
-        buckets = self._table[numbers]
+        _, hashes = _hash_words(_word_bytes(text))
+        hashes = hashes.astype(np.intp)
         # Counts of 1.0 and 0.5 are exact in any order.
-        vec = np.bincount(buckets[:, 0], minlength=self.dims) \
-            + 0.5 * np.bincount(buckets[:, 1], minlength=self.dims)
+        vec = np.bincount(hashes % self.dims, minlength=self.dims) \
+            + 0.5 * np.bincount((hashes >> 8) % self.dims, minlength=self.dims)
         norm = float(np.linalg.norm(vec))
         return vec / norm if norm > 0 else vec
 
     def tokens(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-        """The token count of each text and the numbers of all their tokens, in order: what
+        """The token count of each text and the hashes of all their tokens, in order: what
         :meth:`fill` needs, 4 bytes a token, far less than the rows it will become."""
         lengths = np.empty(len(texts), dtype=np.intp)
-        parts = [np.empty(0, dtype=np.int32)]
-        step = 4096  # texts tokenised at a time: their word objects are the bulky part
+        parts = [np.empty(0, dtype=np.uint32)]
+        step = 4096  # texts tokenised at a time
         for start in range(0, len(texts), step):
             chunk = texts[start:start + step]
-            joined = " \x00 ".join(chunk)
-            if joined.isascii() and joined.count("\x00") == len(chunk) - 1:
-                words = joined.encode("ascii").translate(_ASCII_WORDS_AND_SEPARATOR).split()
-            else:
-                words = b" \x00 ".join(map(_word_bytes, chunk)).split()
-            del joined
-            numbers = self.numbers(words)
-            del words
-            text = np.cumsum(numbers == 0)  # separators before a word: the index of its text
-            keep = self._long[numbers]
-            lengths[start:start + len(chunk)] = np.bincount(text[keep], minlength=len(chunk))
-            parts.append(numbers[keep].astype(np.int32))
+            data = _batch_bytes(chunk)
+            starts, hashes = _hash_words(data)
+            separators = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 0)
+            text = np.searchsorted(separators, starts)  # separators before a token: its text
+            lengths[start:start + len(chunk)] = np.bincount(text, minlength=len(chunk))
+            parts.append(hashes)
         return lengths, np.concatenate(parts)
 
-    def fill(self, out: np.ndarray, lengths: np.ndarray, numbers: np.ndarray) -> None:
+    def fill(self, out: np.ndarray, lengths: np.ndarray, hashes: np.ndarray) -> None:
         """Write the embeddings of texts given by :meth:`tokens` into ``out`` (``dims × texts``:
         one text a column, possibly a strided view of a larger matrix).
 
@@ -180,10 +184,10 @@ class HashEmbedder:
         for row in range(0, len(lengths), step):
             count = min(step, len(lengths) - row)
             first_token = int(ends[row - 1]) if row else 0
-            buckets = self._table[numbers[first_token:int(ends[row + count - 1])]]
+            h = hashes[first_token:int(ends[row + count - 1])].astype(np.intp)
             owner = np.repeat(np.arange(count, dtype=np.intp), lengths[row:row + count])
-            block = np.bincount(buckets[:, 1] * count + owner, minlength=dims * count) * 0.5
-            block += np.bincount(buckets[:, 0] * count + owner, minlength=dims * count)
+            block = np.bincount((h >> 8) % dims * count + owner, minlength=dims * count) * 0.5
+            block += np.bincount(h % dims * count + owner, minlength=dims * count)
             block = block.reshape(dims, count)
             norms = np.sqrt(np.einsum("ij,ij->j", block, block))
             np.divide(block, norms, out=block, where=norms > 0)
