@@ -53,7 +53,7 @@ SUPERSEDED_DEMOTION = 1.0
 
 
 def fnv1a_32(data: bytes) -> int:
-    """32-bit FNV-1a."""
+    """32-bit FNV-1a: the definition, one token at a time (:func:`_hash_words` hashes a batch)."""
     h = FNV_OFFSET
     for byte in data:
         h = ((h ^ byte) * FNV_PRIME) & 0xFFFFFFFF
