@@ -75,6 +75,9 @@ _ASCII_WORDS = bytes(
 # Between the texts of a batch, tokenised as one string. ``\x00`` is not alphanumeric, so no
 # text's words contain it (a batch whose texts do is tokenised text by text).
 _ASCII_WORDS_AND_SEPARATOR = b"\x00" + _ASCII_WORDS[1:]
+# Tokens up to this long are hashed together, byte position by byte position; longer ones (a
+# checksum, a pasted blob) one by one, so that one very long token costs no more than its bytes.
+_BATCH_HASH_MAX = 64
 # Rows embedded per step (dims × rows cells): small enough for the step's scratch arrays to stay
 # in cache, so the matrix itself is written once.
 _STEP_CELLS = 1 << 16
@@ -109,9 +112,9 @@ def _hash_words(data: bytes) -> tuple[np.ndarray, np.ndarray]:
     """Where each token of ``data`` starts, and its FNV-1a hash: the tokens are the runs of bytes
     above the space (``\x00`` and spaces separate them) longer than 2 bytes.
 
-    All tokens are hashed at once, byte position by byte position, longest tokens first so that
-    the tokens still going on at position j are a prefix: a few array operations per position
-    instead of a Python loop over every byte.
+    The tokens are hashed together, byte position by byte position, longest first so that the
+    tokens still going on at position j are a prefix: a few array operations per position instead
+    of a Python loop over every byte.
     """
     data_bytes = np.frombuffer(data, dtype=np.uint8)
     inside = np.zeros(len(data_bytes) + 2, dtype=bool)
@@ -120,15 +123,20 @@ def _hash_words(data: bytes) -> tuple[np.ndarray, np.ndarray]:
     starts, lengths = edges[0::2], edges[1::2] - edges[0::2]
     long = lengths > 2
     starts, lengths = starts[long], lengths[long]
-    order = np.argsort(-lengths)
+    hashes = np.full(len(starts), FNV_OFFSET, dtype=np.uint32)
+    batch = np.flatnonzero(lengths <= _BATCH_HASH_MAX)
+    order = batch[np.argsort(-lengths[batch])]
     at = starts[order]
-    going = np.searchsorted(-lengths[order], -np.arange(int(lengths.max(initial=0))), "left")
-    hashes = np.full(len(at), FNV_OFFSET, dtype=np.uint32)
+    going = np.searchsorted(-lengths[order], -np.arange(int(lengths[order].max(initial=0))),
+                            "left")
+    batch_hashes = hashes[order]
     for position, count in enumerate(going.tolist()):
-        head = hashes[:count]
+        head = batch_hashes[:count]
         head ^= data_bytes[at[:count] + position]
         head *= np.uint32(FNV_PRIME)  # modulo 2**32, as unsigned arithmetic wraps
-    hashes[order] = hashes.copy()
+    hashes[order] = batch_hashes
+    for i in np.flatnonzero(lengths > _BATCH_HASH_MAX).tolist():
+        hashes[i] = fnv1a_32(data[starts[i]:starts[i] + lengths[i]])
     return starts, hashes
 
 
