@@ -32,7 +32,7 @@ _ANNOTATION_ORDER = ("zero", "floor", "metric", "metric-missing", "cell-missing"
                      "item-removed", "newly-failed")
 
 
-def _gate(args: list[str], env: Mapping[str, str]) -> int:
+def _run_quarantined(args: list[str], env: Mapping[str, str]) -> int:
     """Run a membench-gate command with its output going to the log, workflow commands disabled.
 
     The child (which runs the PR's adapter code) gets no token, and its stderr is merged into
@@ -105,7 +105,7 @@ def main(env: Mapping[str, str] | None = None) -> int:
     # output read the copy the gate validated.
     source = ["--results", settings.results] if settings.results else [
         "--out", str(paths["results.json"])]
-    status = _gate(["check", "--config", settings.config, *source,
+    status = _run_quarantined(["check", "--config", settings.config, *source,
                     "--json", str(paths["verdict.json"]), "--report", str(paths["report.md"]),
                     "--base-out", str(paths["base.json"]), *base_ref, *holdout], env)
     verdict = _trusted_verdict(paths, status, settings.config)
@@ -196,7 +196,7 @@ def _selftest(settings: Settings, paths: dict[str, Path], env: Mapping[str, str]
     """
     from membench_gate.selftest import read_report, sensitivity_markdown
 
-    _gate(["selftest", "--config", settings.config, "--json", str(paths["selftest.json"])], env)
+    _run_quarantined(["selftest", "--config", settings.config, "--json", str(paths["selftest.json"])], env)
     try:
         report = read_report(paths["selftest.json"])
     except GateError as exc:
