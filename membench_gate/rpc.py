@@ -54,6 +54,8 @@ INGEST_BATCH = 2000
 _SELECTABLE_PIPES = os.name == "posix"
 # A write this small fits an empty pipe's buffer on every POSIX system, so it never blocks.
 _PIPE_SAFE_BYTES = 4096
+# After a kill, how long the last stderr lines may take to arrive (a loaded runner is slow).
+STDERR_DRAIN_S = 5.0
 
 # What the adapter's process never gets: credentials and the runner's file-command paths (an
 # adapter must not be able to post as the workflow, or set the job's outputs or environment).
@@ -198,7 +200,7 @@ class AdapterProcess:
     def _fail(self, where: _Where, why: str) -> GateError:
         """Kill the process and build the error, with its last stderr lines as detail."""
         self.kill()
-        self._stderr_done.wait(1.0)
+        self._stderr_done.wait(STDERR_DRAIN_S)
         return GateError(f"{where}: {why}", detail=self.stderr_tail())
 
     def call(self, method: str, params: Mapping[str, Any], suite: str | None = None,

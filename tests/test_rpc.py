@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_cli
+from conftest import run_cli, without_progress
 
 from membench_gate import Query, Record
 from membench_gate.adapter import query_to_wire
@@ -119,7 +119,7 @@ def scripted(tmp_path: Path, mode: str, trigger: str = "search", suites: str = A
 def assert_error(done: subprocess.CompletedProcess[str], *needles: str) -> str:
     assert done.returncode == 4, (done.returncode, done.stdout, done.stderr)
     assert "Traceback" not in done.stderr
-    first = done.stderr.splitlines()[0]
+    first = without_progress(done.stderr)[0]
     assert first.startswith("membench-gate: error: "), done.stderr
     for needle in needles:
         assert needle in first, (needle, first)
