@@ -35,6 +35,8 @@ SUMMARY_LIMIT = 1024 * 1024
 INLINE_IDS = 5  # newly failed items explained in the open; the rest fold into <details>
 _ZWSP = "\u200b"
 _MARKER = re.compile(r"<!--|-->|membench-gate:v\d+", re.IGNORECASE)
+# What escaping drops from a text (whitespace is folded, markers stripped).
+_SHRINKS = re.compile(r"\s|<!--|-->|membench-gate:v\d", re.IGNORECASE)
 _MD_ESCAPES = {"\\": "\\\\", "|": "\\|", "[": "\\[", "]": "\\]", "*": "\\*", "_": "\\_",
                "~": "\\~", "&": "&amp;", "<": "&lt;", ">": "&gt;", "`": "&#96;"}
 _MD_CHARS = re.compile("[" + re.escape("".join(_MD_ESCAPES)) + "]")
@@ -377,17 +379,25 @@ def context(verdict: Verdict, results: Results | None, base: Baseline | None, *,
     }
 
 
-def _listed_ids(verdict: Verdict) -> dict[str, int]:
-    """How many item ids each level lists at least (newly failed beyond the explained few,
-    fixed, and the fixture diff), from the lists' lengths alone."""
-    newly = sum(len(ids) for ids in verdict.newly_failed.values())
-    lists = [*verdict.fixed.values(), *(ids for bucket in ("added", "removed", "changed")
+def _least_bytes(verdict: Verdict, level: str, limit: int) -> int:
+    """At least how many bytes the item ids listed at ``level`` take (newly failed, fixed, the
+    fixture diff): a byte an id (newly failed ids are capped across cells, the other lists per
+    cell), and at the full level, where every id is shown whole, its length — when escaping
+    drops nothing from them (no whitespace to fold, no comment marker to strip), since
+    escaping only adds. Enough to skip a level that cannot fit without rendering it."""
+    newly = list(verdict.newly_failed.values())
+    others = [*verdict.fixed.values(), *(ids for bucket in ("added", "removed", "changed")
                                         for ids in getattr(verdict.fixture_diff, bucket).values())]
-    full = newly + sum(len(ids) for ids in lists)
-    # Newly failed ids are capped across cells, the other lists per cell.
-    capped = min(newly, _CAPPED_IDS) + sum(min(len(ids), _CAPPED_IDS) for ids in lists)
-    return {level: full if level == "full" else capped if level == "capped-lists" else 0
-            for level in _LEVELS}
+    if level == "capped-lists":
+        return min(sum(map(len, newly)), _CAPPED_IDS) + \
+            sum(min(len(ids), _CAPPED_IDS) for ids in others)
+    if level != "full":
+        return 0
+    count = sum(map(len, newly)) + sum(map(len, others))
+    if count > limit:
+        return count
+    joined = "\0".join(itertools.chain.from_iterable([*newly, *others]))
+    return count if _SHRINKS.search(joined) else len(joined) - max(0, count - 1)
 
 
 def render(verdict: Verdict, results: Results | None, base: Baseline | None, *,
@@ -395,11 +405,10 @@ def render(verdict: Verdict, results: Results | None, base: Baseline | None, *,
     """The scoreboard Markdown; with a ``limit`` (UTF-8 bytes), cut by whole sections to fit."""
     template = _environment().get_template("scoreboard.md.j2")
     text = ""
-    listed = _listed_ids(verdict)
     for level in _LEVELS:
-        # Every id a level lists takes at least one byte: a level that lists more ids than the
-        # limit has bytes cannot fit, so it is not rendered at all.
-        if limit is not None and level != _LEVELS[-1] and listed[level] > limit:
+        # A level whose ids alone take more bytes than the limit cannot fit: not rendered.
+        if limit is not None and level != _LEVELS[-1] \
+                and _least_bytes(verdict, level, limit) > limit:
             continue
         text = template.render(**context(verdict, results, base, level=level,
                                          full_report=full_report))

@@ -9,7 +9,10 @@ from pathlib import Path
 import cmarkgfm
 import pytest
 from cmarkgfm.cmark import Options
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from membench_gate import report
 from membench_gate.actions_env import annotation, format_outputs
 from membench_gate.gate import decide
 from membench_gate.report import COMMENT_LIMIT, escape_md, render
@@ -230,7 +233,7 @@ def test_odd_metric_names_and_missing_cells_render(tmp_path: Path) -> None:
 
 
 def test_an_error_report_names_the_reason_and_claims_no_cut() -> None:
-    from membench_gate.gate import Verdict
+    from membench_gate.verdict import Verdict
 
     verdict = Verdict(verdict="error", exit_code=4, mode=None,
                       notes=["membench.toml: unknown key 'suits' (did you mean 'suites'?)"])
@@ -245,3 +248,34 @@ def test_ids_at_the_start_of_a_folded_line_stay_plain_text() -> None:
     verdict.newly_failed = {"s0000/cond": ids}
     tags = parse(to_html(render(verdict, head, base))).tags
     assert not {"h1", "ol"} & set(tags)
+
+
+# Ids that escaping shrinks (whitespace folded, markers stripped) or grows (mentions, pipes).
+# Repeated, so what escaping does to them can outweigh the rest of the scoreboard.
+odd_ids = st.builds(lambda parts, times: "".join(parts) * times,
+                    st.lists(st.sampled_from(["<!--", "-->", " \t\t ", "membench-gate:v1", "a",
+                                              "<!--", " \t\t ", "@b", "|", "ü"]),
+                             min_size=1, max_size=12), st.integers(1, 12))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(odd_ids, min_size=10, max_size=80, unique=True),
+       st.lists(odd_ids, max_size=30, unique=True))
+def test_a_level_left_unrendered_is_one_that_could_not_fit(newly: list[str],
+                                                           fixed: list[str]) -> None:
+    # render() skips a level whose ids alone exceed the limit: at every limit that matters, the
+    # result must be the first level that fits, as rendering every level in turn finds it.
+    base = Baseline(schema_version=1, fixtures_hash="a" * 64, config={}, cells={
+        "veto/files_known": Cell(metrics={"veto_recall_at_k": 0.5}, gold_total=200,
+                                 failed=fixed)})
+    head = results({"veto/files_known": Cell(metrics={"veto_recall_at_k": 0.5}, gold_total=200,
+                                             failed=newly)}, hash_="a" * 64)
+    verdict = decide(base, base, head)
+    template = report._environment().get_template("scoreboard.md.j2")
+    sizes = {level: len(template.render(**report.context(verdict, head, base, level=level))
+                        .encode()) for level in report._LEVELS}
+    for limit in sorted({n + d for n in sizes.values() for d in (-1, 0)}):
+        fitting = [level for level in report._LEVELS if sizes[level] <= limit]
+        if fitting:
+            expected = template.render(**report.context(verdict, head, base, level=fitting[0]))
+            assert render(verdict, head, base, limit=limit) == expected, (limit, fitting[0])

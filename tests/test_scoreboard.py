@@ -12,10 +12,11 @@ from pathlib import Path
 from markupsafe import Markup
 from test_report import parse, to_html
 
-from membench_gate.gate import Breach, decide
+from membench_gate.gate import decide
 from membench_gate.report import _environment, render
 from membench_gate.results import Baseline, Cell, Results
 from membench_gate.summary import verdict_summary
+from membench_gate.verdict import Breach
 
 CONFIG = {"suites": {"veto": {"k": 5}, "abstention": {"k": 5, "lambdas": [1, 2, 5]},
                      "push": {"budget": 3}}}
