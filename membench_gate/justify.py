@@ -20,6 +20,8 @@ Armenian and a few IPA letters); NFKC already folds fullwidth and mathematical l
 
 from __future__ import annotations
 
+import functools
+import re
 import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -49,18 +51,24 @@ _FOLD_PAIRS = (
     "υuսuʋuνvѵvԝwѡwхxχx×xХXΧXуyγyүyУYΥYᴢzΖZ"
 )
 _FOLD = {ord(_FOLD_PAIRS[i]): _FOLD_PAIRS[i + 1] for i in range(0, len(_FOLD_PAIRS), 2)}
+_ASCII_WORD = re.compile("[a-z0-9]+")  # what isalnum() keeps of lowercased ASCII
 
 
 def fold(text: str) -> str:
     """Text as a reader sees it: NFKC, no marks or invisible characters, confusables folded to
     Latin, case folded."""
+    if text.isascii():  # all of that is lowercasing for ASCII, a hundred thousand keys a check
+        return text.lower()
     text = unicodedata.normalize("NFD", unicodedata.normalize("NFKC", text))
     text = "".join(c for c in text if unicodedata.category(c) not in ("Mn", "Me", "Cf"))
     return text.translate(_FOLD).casefold().translate(_FOLD)
 
 
 def _norm(text: str) -> str:
-    return " ".join("".join(c if c.isalnum() else " " for c in fold(text)).split())
+    folded = fold(text)
+    if folded.isascii():
+        return " ".join(_ASCII_WORD.findall(folded))
+    return " ".join("".join(c if c.isalnum() else " " for c in folded).split())
 
 
 def _name_words(breach_keys: Iterable[str]) -> set[str]:
@@ -92,7 +100,10 @@ def breach_subject(key: str) -> tuple[str, str | None]:
 
 def mentions(text: str, needle: str) -> bool:
     """Does ``text`` name ``needle``, fuzzily (``net_at_1`` matches "NET at 1")?"""
-    needle_n, text_n = _norm(needle), _norm(text)
+    return _mentions_normed(_norm(text), _norm(needle))
+
+
+def _mentions_normed(text_n: str, needle_n: str) -> bool:
     if not needle_n:
         return False
     if needle_n in text_n:
@@ -142,9 +153,11 @@ def check_justification(text: str | None, breach_keys: Iterable[str],
         return JustificationCheck(False, f"too short: {words} distinct words besides metric, "
                                          f"cell and item names, need {MIN_WORDS}")
     missing = []
+    text_n = _norm(stripped)
+    named_in_text = functools.cache(lambda needle: _mentions_normed(text_n, _norm(needle)))
     for key in keys:
         cell, what = breach_subject(key)
-        if not (mentions(stripped, cell) or (what is not None and mentions(stripped, what))):
+        if not (named_in_text(cell) or (what is not None and named_in_text(what))):
             missing.append(key)
     if missing:
         more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import unicodedata
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from membench_gate import justify
 from membench_gate.gate import Floor, decide, floors_of
 from membench_gate.justify import check_justification
 from membench_gate.results import Baseline, Cell, Justification
@@ -413,3 +417,15 @@ def test_blessed_is_false_when_a_bless_is_required() -> None:
             breaches=["veto/files_known#a", "veto/files_known:veto_recall_at_k"])})
     verdict = decide(base, lie, worse)
     assert verdict.verdict == "bless-required" and verdict.blessed is False
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.characters(max_codepoint=127)) | st.text())
+def test_the_ascii_shortcut_normalizes_as_the_unicode_path_does(text: str) -> None:
+    # fold() and _norm() take a shortcut for ASCII text (a check may normalize 100,000 keys).
+    folded = unicodedata.normalize("NFD", unicodedata.normalize("NFKC", text))
+    folded = "".join(c for c in folded if unicodedata.category(c) not in ("Mn", "Me", "Cf"))
+    folded = folded.translate(justify._FOLD).casefold().translate(justify._FOLD)
+    assert justify.fold(text) == folded
+    assert justify._norm(text) == " ".join(
+        "".join(c if c.isalnum() else " " for c in folded).split())
