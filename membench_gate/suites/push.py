@@ -9,6 +9,7 @@ source-isolation violation. Holdout turns are not scored but stay in the context
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from membench_gate.adapter import Query, Record
@@ -59,38 +60,61 @@ def run(fx: SuiteFixtures, session: SuiteSession, options: PushOptions,
     return score({"push/default": records} if records else {}, options)
 
 
+@dataclass
+class Tally:
+    """What a push cell's metrics are computed from, counted over its turns."""
+
+    turns: int = 0
+    retrieve: int = 0  # turns that should inject a page ...
+    missed: int = 0  # ... and injected nothing from gold or acceptable
+    silent: int = 0  # turns that should stay silent ...
+    fired: int = 0  # ... and injected something anyway
+    gold: int = 0  # gold ids of the should-inject turns ...
+    gold_hit: int = 0  # ... that were injected
+    injected: int = 0  # ids injected on any turn ...
+    injected_good: int = 0  # ... that were gold or acceptable, of the conversation's source
+    violations: int = 0  # ids injected from another source
+    tokens: int = 0  # words of page text injected
+
+    def add(self, turn: dict[str, Any]) -> bool:
+        """Count one turn's record; whether the turn passes."""
+        injected, foreign = turn["injected"], turn["foreign"]
+        good = set(turn["gold"]) | set(turn["acceptable"])
+        hits = [i for i in injected if i in good and i not in foreign]
+        if turn["expect"] == "retrieve":
+            self.retrieve += 1
+            self.missed += 0 if hits else 1
+            self.gold += len(turn["gold"])
+            self.gold_hit += len(set(turn["gold"]) & set(injected))
+            passed = bool(hits)
+        else:
+            self.silent += 1
+            self.fired += 1 if injected else 0
+            passed = not injected
+        self.turns += 1
+        self.injected += len(injected)
+        self.injected_good += len(hits)
+        self.violations += len(foreign)
+        self.tokens += turn["tokens"]
+        return passed and not foreign
+
+    def metrics(self) -> dict[str, float]:
+        return {
+            "know_to_ask_failure_rate": ratio(self.missed, self.retrieve),
+            "false_fire_rate": ratio(self.fired, self.silent),
+            "push_precision": ratio(self.injected_good, self.injected),
+            "push_recall": ratio(self.gold_hit, self.gold),
+            "source_isolation_violations": self.violations,
+            "avg_injected_tokens": ratio(self.tokens, self.turns),
+        }
+
+
 def score(records: Records, options: PushOptions) -> SuiteRun:
     """Know-to-ask, false fires, precision, recall and isolation from each turn's injection."""
     result = SuiteRun()
     for cell, turns in records.items():
-        retrieve = silent = fired = missed = 0
-        injected_total = injected_good = gold_total = gold_hit = violations = tokens = 0
-        outcomes: dict[str, dict[str, Any]] = {}
-        for item, turn in turns.items():
-            injected, foreign = turn["injected"], turn["foreign"]
-            good = set(turn["gold"]) | set(turn["acceptable"])
-            hits = [i for i in injected if i in good and i not in foreign]
-            if turn["expect"] == "retrieve":
-                retrieve += 1
-                passed = bool(hits)
-                missed += 0 if hits else 1
-                gold_total += len(turn["gold"])
-                gold_hit += len(set(turn["gold"]) & set(injected))
-            else:
-                silent += 1
-                passed = not injected
-                fired += 1 if injected else 0
-            injected_total += len(injected)
-            injected_good += len(hits)
-            violations += len(foreign)
-            tokens += turn["tokens"]
-            outcomes[item] = {**turn, "outcome": outcome(passed and not foreign)}
-        result.add(cell, {
-            "know_to_ask_failure_rate": ratio(missed, retrieve),
-            "false_fire_rate": ratio(fired, silent),
-            "push_precision": ratio(injected_good, injected_total),
-            "push_recall": ratio(gold_hit, gold_total),
-            "source_isolation_violations": violations,
-            "avg_injected_tokens": ratio(tokens, len(outcomes)),
-        }, outcomes)
+        tally = Tally()
+        outcomes = {item: {**turn, "outcome": outcome(tally.add(turn))}
+                    for item, turn in turns.items()}
+        result.add(cell, tally.metrics(), outcomes)
     return result
