@@ -222,3 +222,29 @@ def test_always_abstaining_adapter_scores_net_zero(adapter_run: str,
 def test_always_abstaining_adapter_has_zero_coverage(abstainer: dict[str, Any]) -> None:
     # coverage: "Share of probes the system answered instead of abstaining" — it answered none.
     assert metrics(abstainer, "abstention/default")["coverage"] == 0
+
+
+def test_push_is_scored_from_the_turn_records_alone() -> None:
+    """Ask, then score: the push metrics follow from the records, with no adapter process."""
+    from membench_gate.config import PushOptions
+    from membench_gate.suites import push
+
+    def turn(expect: str, injected: list[str], gold: tuple[str, ...] = (),
+             foreign: tuple[str, ...] = (), tokens: int = 0) -> dict[str, Any]:
+        return {"expect": expect, "injected": injected, "foreign": list(foreign),
+                "gold": list(gold), "acceptable": [], "tokens": tokens}
+
+    run = push.score({"push/default": {
+        "c.1": turn("retrieve", ["a", "x"], gold=("a", "b"), tokens=8),  # hit: passes
+        "c.2": turn("retrieve", [], gold=("b",)),  # missed
+        "c.3": turn("silent", ["a"], tokens=4),  # fired
+        "c.4": turn("silent", []),  # silent: passes
+        "c.5": turn("retrieve", ["b", "z"], gold=("b",), foreign=("z",)),  # a foreign id fails it
+    }}, PushOptions())
+    cell = run.cells["push/default"]
+    assert cell.metrics == {
+        "know_to_ask_failure_rate": 1 / 3, "false_fire_rate": 0.5,
+        "push_precision": 2 / 5, "push_recall": 2 / 4,
+        "source_isolation_violations": 1, "avg_injected_tokens": 12 / 5,
+    }
+    assert cell.gold_total == 5 and cell.failed == ["c.2", "c.3", "c.5"]
