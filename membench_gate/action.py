@@ -83,7 +83,7 @@ def _error_exit(message: str, context: Context) -> int:
 
 
 def main(env: Mapping[str, str] | None = None) -> int:
-    """Run the gate step in the environment ``env`` (``os.environ`` by default)."""
+    """Run the gate step in the environment ``env`` (the process environment by default)."""
     context = Context.from_env(env)
     env = context.environ
     if context.token:
