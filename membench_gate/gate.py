@@ -54,7 +54,8 @@ class _Comparison:
     notes: list[str] = field(default_factory=list)
 
 
-def _r(value: float | None) -> float | None:
+def _rounded(value: float | None) -> float | None:
+    """A metric as the gate compares it: rounded to 4 decimals, as stored in a baseline."""
     return None if value is None else float(round4(value))
 
 
@@ -69,11 +70,11 @@ def _invariants(actual: Baseline, base: Baseline | None) -> list[Breach]:
     found = []
     for cell_name, cell in sorted(actual.cells.items()):
         for name, value in sorted(cell.metrics.items()):
-            if metrics.gate_kind(cell_name, name) == "zero" and _r(value) > 0:
+            if metrics.gate_kind(cell_name, name) == "zero" and _rounded(value) > 0:
                 before = base.cells.get(cell_name) if base else None
                 found.append(Breach(
                     key=f"{cell_name}:{name}", kind="zero",
-                    base=_r(before.metrics.get(name)) if before else None, head=_r(value),
+                    base=_rounded(before.metrics.get(name)) if before else None, head=_rounded(value),
                     detail=f"{name} must be 0 in every run; it is {round4(value)} "
                            "(never waivable or blessable)",
                 ))
@@ -92,13 +93,14 @@ def _floors(actual: Baseline, floors: Iterable[Floor]) -> list[Breach]:
         if value is None:
             detail = f"floor {sign} {round4(floor.value)} ({floor.origin} config) but the metric " \
                      "was not measured"
-        elif (_r(value) > _r(floor.value)) if lower_better else (_r(value) < _r(floor.value)):
+        elif (_rounded(value) > _rounded(floor.value)) if lower_better \
+                else (_rounded(value) < _rounded(floor.value)):
             detail = f"{round4(value)} violates the floor {sign} {round4(floor.value)} " \
                      f"({floor.origin} config)"
         else:
             continue
-        found.setdefault(floor.key, Breach(key=floor.key, kind="floor", base=_r(floor.value),
-                                           head=_r(value), detail=detail))
+        found.setdefault(floor.key, Breach(key=floor.key, kind="floor", base=_rounded(floor.value),
+                                           head=_rounded(value), detail=detail))
     return list(found.values())
 
 
@@ -134,15 +136,15 @@ def _compare_cells(base: Baseline, actual: Baseline, same_hash: bool) -> _Compar
             head = now.metrics.get(name)
             if head is None:
                 out.breaches.append(Breach(key=f"{cell_name}:{name}", kind="metric-missing",
-                                           base=_r(value), head=None,
+                                           base=_rounded(value), head=None,
                                            detail="gated metric missing from this run"))
-            elif metrics.is_adverse(name, _r(value), _r(head)):
+            elif metrics.is_adverse(name, _rounded(value), _rounded(head)):
                 out.breaches.append(Breach(
-                    key=f"{cell_name}:{name}", kind="metric", base=_r(value), head=_r(head),
+                    key=f"{cell_name}:{name}", kind="metric", base=_rounded(value), head=_rounded(head),
                     detail=f"{name} moved adversely: {round4(value)} → {round4(head)}"))
-            elif _r(value) != _r(head):
-                out.improvements.append(Improvement(key=f"{cell_name}:{name}", base=_r(value),
-                                                    head=_r(head)))
+            elif _rounded(value) != _rounded(head):
+                out.improvements.append(Improvement(key=f"{cell_name}:{name}", base=_rounded(value),
+                                                    head=_rounded(head)))
     for cell_name in sorted(set(actual.cells) - set(base.cells)):
         out.notes.append(f"new cell: {cell_name} (reported, not gated)")
     if not same_hash:
