@@ -10,7 +10,11 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout, like the others
 
 from membench_gate.gate import decide
 from membench_gate.report import COMMENT_LIMIT, SUMMARY_LIMIT, render
