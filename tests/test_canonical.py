@@ -1,4 +1,4 @@
-"""Canonical JSON (DESIGN §7): half-up to 4 decimals, integral values as integers, sorted keys,
+"""Canonical JSON (docs/gate.md, "Files"): half-up to 4 decimals, integral values as integers, sorted keys,
 2-space indent, trailing newline, sorted ``failed`` lists — and a real results file is canonical."""
 
 from __future__ import annotations

@@ -192,7 +192,7 @@ def test_from_artifact_rejects_a_forged_base(fake: FakeGitHub, tmp_path: Path, f
 
 
 def test_report_and_verdict_post_the_report(fake: FakeGitHub, tmp_path: Path) -> None:
-    """DESIGN's form, ``comment --report report.md --verdict verdict.json``."""
+    """The documented form, ``comment --report report.md --verdict verdict.json``."""
     art = write_artifact(tmp_path / "a", ["scn-1"])
     report = tmp_path / "report.md"
     report.write_text("## membench-gate: ❌ REGRESSION\n\nthe full scoreboard\n")

@@ -135,7 +135,7 @@ def test_push_gold_is_valid() -> None:
             assert (turn["expect"] == "retrieve") == bool(turn["gold"]), where
 
 
-# -- sizes and shape (issue 2) -------------------------------------------------------------------
+# -- sizes and shape -----------------------------------------------------------------------------
 
 
 def test_veto_counts() -> None:

@@ -1,4 +1,4 @@
-"""Unit tests of gate.decide: every rule of DESIGN §6, without git or files."""
+"""Unit tests of gate.decide: every rule of docs/gate.md, without git or files."""
 
 from __future__ import annotations
 

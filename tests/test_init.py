@@ -1,5 +1,5 @@
 """``membench-gate init`` in a fresh git repository: after it, ``bless`` and ``check`` pass; the
-``--command`` stub speaks the JSON-RPC protocol of DESIGN §4 on its own."""
+``--command`` stub speaks the JSON-RPC protocol of docs/adapters.md on its own."""
 
 from __future__ import annotations
 

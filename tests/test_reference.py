@@ -1,4 +1,4 @@
-"""The reference memory against DESIGN §4, with the expected numbers computed independently here."""
+"""The reference memory against docs/adapters.md, with the expected numbers computed independently here."""
 
 from __future__ import annotations
 

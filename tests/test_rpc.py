@@ -1,4 +1,4 @@
-"""The adapter boundary: a child process speaking JSON-RPC 2.0 over stdio (DESIGN §4).
+"""The adapter boundary: a child process speaking JSON-RPC 2.0 over stdio (docs/adapters.md).
 
 Every way an adapter can misbehave — crash, hang, half a line, non-JSON, a wrong id, an error
 response, an answer that breaks the contract, a missing or non-executable command — is exit 4

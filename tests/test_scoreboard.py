@@ -1,6 +1,7 @@
-"""The scoreboard read top-down (DESIGN §9): headline in words, breaches by severity with Δ,
-better/worse marks, controls on one line, each number once, why for newly failed items,
-unbanked improvements, the chart — checked on the HTML GitHub's parser (cmark-gfm) makes."""
+"""The scoreboard read top-down (docs/gate.md, "Reading the scoreboard"): headline in words,
+breaches by severity with Δ, better/worse marks, controls on one line, each number once, why for
+newly failed items, unbanked improvements, the chart — checked on the HTML GitHub's parser
+(cmark-gfm) makes."""
 
 from __future__ import annotations
 

@@ -98,7 +98,7 @@ def test_unknown_mutant_is_an_error_and_leaves_no_stale_file(tmp_path: Path) -> 
 
 
 class Checked:
-    """Sits above a mutant and checks that what it returns is a valid answer (DESIGN §4)."""
+    """Sits above a mutant and checks that what it returns is a valid answer (docs/adapters.md)."""
 
     def __init__(self, inner: Mutant) -> None:
         self.inner = inner

@@ -213,8 +213,8 @@ def test_abstaining_with_hits_pushes_nothing(abstaining_reference: dict[str, Any
 @pytest.mark.parametrize("adapter_run", ["abstainer", "abstaining_reference"])
 def test_always_abstaining_adapter_scores_net_zero(adapter_run: str,
                                                    request: pytest.FixtureRequest) -> None:
-    # DESIGN / issue 2: "an always-abstaining adapter scores NET 0". Abstaining costs nothing and
-    # earns nothing, whether the probe was answerable or not.
+    # NET(λ) scores an abstention 0, so an always-abstaining system scores NET 0. Abstaining
+    # costs nothing and earns nothing, whether the probe was answerable or not.
     default = metrics(request.getfixturevalue(adapter_run), "abstention/default")
     assert {lam: default[f"net_at_{lam}"] for lam in LAMBDAS} == {lam: 0 for lam in LAMBDAS}
 

@@ -1,4 +1,4 @@
-"""The writeback suite (DESIGN §5a) end to end through ``membench-gate run``, its fixture checks,
+"""The writeback suite (docs/suites.md) end to end through ``membench-gate run``, its fixture checks,
 and the reference memory's write path rule by rule."""
 
 from __future__ import annotations
