@@ -260,7 +260,7 @@ def _id_groups(groups: dict[str, list[str]], level: str) -> list[dict[str, Any]]
     return out
 
 
-_EASING_KINDS = ("item-eased", "item-removed", "corpus-removed")
+_EASING_KINDS = ("item-eased", "item-removed", "corpus-removed", "option")
 _EASING_SHOWN = 20
 
 
@@ -271,14 +271,11 @@ def _easing(verdict: Verdict) -> tuple[list[str], int]:
     count = 0
     for entry in Breaches.of(verdict.breaches).entries:
         if isinstance(entry, Breach):
-            if not _eases(entry.kind, entry.key):
+            if not _eases(entry.kind):
                 continue
             found, n = iter((entry.key,)), 1
-        elif _eases(entry.kind, entry.cell):
+        elif _eases(entry.kind):
             found, n = entry.iter_keys(), len(entry.ids)
-        elif ":option:" in "\0".join(entry.ids):  # an item id can hold anything
-            matched = [key for key in entry.iter_keys() if ":option:" in key]
-            found, n = iter(matched), len(matched)
         else:
             continue
         keys += itertools.islice(found, max(0, _EASING_SHOWN - len(keys)))
@@ -286,8 +283,9 @@ def _easing(verdict: Verdict) -> tuple[list[str], int]:
     return keys, count
 
 
-def _eases(kind: str, key: str) -> bool:
-    return kind in _EASING_KINDS or ":option:" in key or kind.startswith("option")
+def _eases(kind: str) -> bool:
+    """By kind alone: a key holds an item id, and an item id can hold anything (``:option:``)."""
+    return kind in _EASING_KINDS
 
 
 @functools.cache

@@ -14,7 +14,7 @@ from markupsafe import Markup
 from test_report import parse, to_html
 
 from membench_gate.gate import decide
-from membench_gate.report import _environment, render
+from membench_gate.report import _easing, _environment, render
 from membench_gate.results import Baseline, Cell, Results
 from membench_gate.summary import verdict_summary
 from membench_gate.verdict import Breach
@@ -250,3 +250,16 @@ def test_the_preview_script_renders_the_dogfood_gate_weakened() -> None:
     markdown = preview.scenario("regression")
     assert markdown.startswith("## membench-gate: ❌ REGRESSION")
     assert "veto/files_known" in markdown and "Base: `3f9a1c2e7b4d` (main)" in markdown
+
+
+def test_an_item_id_that_reads_like_an_option_is_not_an_easing() -> None:
+    # Item ids come from fixtures and can hold anything; only a breach's kind says it eases.
+    verdict = regression()[0]
+    assert _easing(verdict) == ([], 0)
+    verdict.breaches += [
+        Breach.model_construct(key="veto/files_known#scn:option:k", kind="newly-failed",
+                               base="pass", head="fail", detail="now failing"),
+        Breach.model_construct(key="veto:option:k", kind="option", base=5, head=10,
+                               detail="suite option k changed"),
+    ]
+    assert _easing(verdict) == (["veto:option:k"], 1)
