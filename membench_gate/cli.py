@@ -165,7 +165,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from membench_gate import rpc
     from membench_gate.config import load_config
     from membench_gate.shard import parse_shard
 
@@ -175,8 +174,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         if args.suite:
             config = config.with_suites(args.suite)
         # The adapter starts up (interpreter, its imports) while the gate imports the rest.
-        launched = rpc.launch(config.adapter_argv(), config.base_dir, config.timeout,
-                              config.adapter_options)
+        launched = config.launch()
         try:
             from membench_gate.results import dumps_results, write_atomic
             from membench_gate.runner import progress_reporter, run
@@ -213,13 +211,11 @@ def _launch_early(config_path: Path, include_holdout: bool) -> Handshake | None:
     """Start the adapter (its interpreter, its imports) before the gate imports the rest, so the
     two overlap. ``None`` when that fails: the command then meets the same failure itself and
     reports it as it always does."""
-    from membench_gate import rpc
     from membench_gate.config import load_config
 
     try:
         config = load_config(config_path).with_holdout(include_holdout)
-        return rpc.launch(config.adapter_argv(), config.base_dir, config.timeout,
-                          config.adapter_options)
+        return config.launch()
     except Exception:
         return None
 

@@ -13,13 +13,16 @@ import sys
 import typing
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticCustomError
 
 from membench_gate import metrics
+
+if TYPE_CHECKING:
+    from membench_gate.rpc import Handshake
 from membench_gate.errors import GateError
 from membench_gate.results import check_numbers, read_text
 
@@ -244,6 +247,12 @@ class Config:
         from membench_gate.rpc import adapter_argv
 
         return adapter_argv(self.adapter_command, self.adapter, [Path.cwd()])
+
+    def launch(self) -> Handshake:
+        """Start the adapter in the config's folder and send ``initialize`` (not waiting)."""
+        from membench_gate.rpc import launch
+
+        return launch(self.adapter_argv(), self.base_dir, self.timeout, self.adapter_options)
 
 
 def _suggest(key: str, choices: typing.Iterable[str]) -> str:

@@ -113,8 +113,7 @@ def run(config: Config, progress: Progress | None = None,
     scored (the corpus is still ingested whole)."""
     started = datetime.now(timezone.utc)
     clock = time.perf_counter()
-    handshake = launched or rpc.launch(config.adapter_argv(), config.base_dir, config.timeout,
-                                       config.adapter_options)
+    handshake = launched or config.launch()
     process = handshake.process
     try:
         digest, loaded = load_fixtures(config)  # while the adapter starts up
