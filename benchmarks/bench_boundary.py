@@ -3,11 +3,12 @@
     python benchmarks/bench_boundary.py [--repeat 7] [--records 100000]
 
 1. Whole commands, as a user runs them, alternating, wall time: *in process* — a fresh interpreter
-   that loads the config and fixtures, builds the ``ReferenceMemory`` in its own process and runs
-   the built-in suites by calling its methods directly, as the gate did before every adapter moved
-   into its own process — and *through the host* — ``python -m membench_gate run``: the adapter
-   started as ``python -m membench_gate.host``, every call a JSON-RPC request over stdio, every
-   answer validated. Medians of ``--repeat`` runs, and their ratio.
+   that does what ``run`` did before every adapter moved into its own process: the same
+   :func:`membench_gate.runner.run` (config, fixtures, suites, results, receipt, summary) with the
+   ``ReferenceMemory`` built in the gate's own process and its methods called directly — and
+   *through the host* — ``python -m membench_gate run``: the adapter started as
+   ``python -m membench_gate.host``, every call a JSON-RPC request over stdio, every answer
+   validated. Medians of ``--repeat`` runs, and their ratio.
 2. The suites alone in one warm process (start-up excluded), the same two ways: the boundary's
    per-call cost with nothing to hide it.
 3. Ingest of ``--records`` synthetic records through the host (batched ``ingest`` requests) vs one
@@ -33,8 +34,8 @@ from membench_gate import rpc  # noqa: E402
 from membench_gate.adapter import Answer, Query, Record, Session  # noqa: E402
 from membench_gate.config import load_config  # noqa: E402
 from membench_gate.reference import ReferenceMemory  # noqa: E402
-from membench_gate.runner import load_fixtures, run  # noqa: E402
-from membench_gate.suites import registry  # noqa: E402
+from membench_gate.runner import run  # noqa: E402
+from membench_gate.summary import run_summary  # noqa: E402
 
 
 class DirectSession:
@@ -60,12 +61,43 @@ class DirectSession:
         self.memory.write(session)
 
 
+class DirectProcess:
+    """Nothing to stop: the memory lives in the gate's own process."""
+
+    def shutdown(self, wait: bool = True) -> None:
+        pass
+
+    def kill(self) -> None:
+        pass
+
+
+class DirectHandshake:
+    """What :func:`membench_gate.runner.run` is handed when the adapter was started early; here the
+    memory is built in the gate's own process, as before the adapter boundary."""
+
+    def __init__(self, config: Any) -> None:
+        self.process = DirectProcess()
+        self.memory = ReferenceMemory(**config.adapter_options)
+
+    def finish(self) -> Any:
+        memory = self.memory
+
+        class DirectClient:
+            name = "membench_gate.reference:ReferenceMemory"
+
+            def session(self, suite: str) -> DirectSession:
+                return DirectSession(memory)
+
+        return DirectClient()
+
+
 def in_process(config: Any) -> None:
-    _, loaded = load_fixtures(config)
-    memory = ReferenceMemory(**config.adapter_options)
-    suites = registry()
-    for name, fixtures in loaded.items():
-        suites[name].run(fixtures, DirectSession(memory), config.suites[name], None)
+    results = run(config, launched=DirectHandshake(config))  # type: ignore[arg-type]
+    run_summary(results, None)
+
+
+def hosted(config: Any) -> None:
+    run_summary(run(config), None)
 
 
 def command(argv: list[str]) -> float:
@@ -103,12 +135,12 @@ def main() -> None:
     print(f"ratio host / in process:         {n / o:.2f}x")
 
     in_process(config)  # warm both paths (imports, caches) before timing
-    run(config)
-    direct, hosted = [], []
+    hosted(config)
+    direct, through = [], []
     for _ in range(args.repeat):
         direct.append(timed(in_process, config))
-        hosted.append(timed(run, config))
-    d, h = statistics.median(direct), statistics.median(hosted)
+        through.append(timed(hosted, config))
+    d, h = statistics.median(direct), statistics.median(through)
     print(f"suites alone, in process:        {d:.3f} s (median of {args.repeat})")
     print(f"suites alone, through host:      {h:.3f} s (median of {args.repeat})")
     print(f"ratio host / in process:         {h / d:.2f}x")

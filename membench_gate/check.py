@@ -174,6 +174,8 @@ def check(config_path: Path, context: Context, *, base_ref: str | None = None,
     """
     try:
         config = load_config(config_path).with_holdout(include_holdout)
+        if launched is not None:
+            launched = config.launch(launched)  # adopted, or stopped and started anew
         if allow_regression is not None and context.ci:
             raise GateError("--allow-regression is local only: refused because CI or "
                             "GITHUB_ACTIONS is set")

@@ -13,13 +13,10 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TextIO
 
 from membench_gate import __version__
 from membench_gate.errors import GateError, describe, exit_code_of
-
-if TYPE_CHECKING:
-    from membench_gate.rpc import Handshake
 
 EXIT_ERROR = 4
 DESCRIPTION = ("Gate the pull requests of an AI-agent memory system on deterministic benchmark "
@@ -165,33 +162,35 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from membench_gate.config import load_config
-    from membench_gate.shard import parse_shard
+    from membench_gate import early
 
+    # The adapter starts up (interpreter, its imports) while the gate imports the rest.
+    launched = early.launch(args.config)
     try:
+        from membench_gate.config import load_config
+        from membench_gate.results import dumps_results, write_atomic
+        from membench_gate.runner import progress_reporter, run
+        from membench_gate.shard import parse_shard
+        from membench_gate.summary import run_summary
+
         shard = parse_shard(args.shard) if args.shard is not None else None
         config = load_config(args.config).with_holdout(args.include_holdout)
         if args.suite:
             config = config.with_suites(args.suite)
-        # The adapter starts up (interpreter, its imports) while the gate imports the rest.
-        launched = config.launch()
-        try:
-            from membench_gate.results import dumps_results, write_atomic
-            from membench_gate.runner import progress_reporter, run
-            from membench_gate.summary import run_summary
-
-            results = run(config, progress_reporter(), launched=launched, shard=shard)
-            if args.out:
-                write_atomic(args.out, dumps_results(results))
-            summary = run_summary(results, args.out)
-        finally:
-            launched.process.kill()  # after a shutdown, the adapter exited meanwhile
+        launched = config.launch(launched)
+        results = run(config, progress_reporter(), launched=launched, shard=shard)
+        if args.out:
+            write_atomic(args.out, dumps_results(results))
+        summary = run_summary(results, args.out)
     except BaseException:
         # No results: an earlier run's file must not stay behind to be gated as this one's
         # (check, which has a verdict to give, writes it over its outputs instead).
         if args.out:
             args.out.unlink(missing_ok=True)
         raise
+    finally:
+        if launched is not None:
+            launched.process.kill()  # after a shutdown, the adapter exited meanwhile
     print(summary)
     return 0
 
@@ -207,22 +206,11 @@ def cmd_merge(args: argparse.Namespace) -> int:
     return 0
 
 
-def _launch_early(config_path: Path, include_holdout: bool) -> Handshake | None:
-    """Start the adapter (its interpreter, its imports) before the gate imports the rest, so the
-    two overlap. ``None`` when that fails: the command then meets the same failure itself and
-    reports it as it always does."""
-    from membench_gate.config import load_config
-
-    try:
-        config = load_config(config_path).with_holdout(include_holdout)
-        return config.launch()
-    except Exception:
-        return None
-
-
 def cmd_check(args: argparse.Namespace) -> int:
-    launched = None if args.results is not None else \
-        _launch_early(args.config, args.include_holdout)
+    from membench_gate import early
+
+    # The adapter starts up while the gate imports the rest; check adopts it or stops it.
+    launched = None if args.results is not None else early.launch(args.config)
     from membench_gate.check import Outputs, check
     from membench_gate.settings import Context
 

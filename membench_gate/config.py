@@ -23,6 +23,7 @@ from membench_gate import metrics
 
 if TYPE_CHECKING:
     from membench_gate.rpc import Handshake
+from membench_gate.early import REFERENCE_ADAPTER
 from membench_gate.errors import GateError
 from membench_gate.results import check_numbers, read_text
 
@@ -32,7 +33,6 @@ else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
 DEFAULT_CONFIG = "membench.toml"
-REFERENCE_ADAPTER = "membench_gate.reference:ReferenceMemory"
 DEFAULT_TIMEOUT = 60.0
 # The range of every number a config holds: TOML has nan and inf literals, and a number that is
 # absurd for its key (k = 1e9, a λ of 1e30, timeout = inf) is a mistake to name, not to run.
@@ -248,11 +248,23 @@ class Config:
 
         return adapter_argv(self.adapter_command, self.adapter, [Path.cwd()])
 
-    def launch(self) -> Handshake:
-        """Start the adapter in the config's folder and send ``initialize`` (not waiting)."""
+    def launch(self, early: Handshake | None = None) -> Handshake:
+        """Start the adapter in the config's folder and send ``initialize`` (not waiting).
+
+        ``early`` is the adapter :func:`membench_gate.early.launch` started from the raw file
+        before this config was validated: it is adopted only when it is exactly what this
+        config starts; otherwise it is stopped and the config's own adapter started."""
         from membench_gate.rpc import launch
 
-        return launch(self.adapter_argv(), self.base_dir, self.timeout, self.adapter_options)
+        argv = self.adapter_argv()
+        if early is not None:
+            process = early.process
+            if process.alive and process.argv == argv and process.cwd == self.base_dir \
+                    and early.options == self.adapter_options:
+                process.timeout = self.timeout
+                return early
+            process.kill()
+        return launch(argv, self.base_dir, self.timeout, self.adapter_options)
 
 
 def _suggest(key: str, choices: typing.Iterable[str]) -> str:

@@ -106,6 +106,7 @@ class AdapterProcess:
     def __init__(self, argv: Sequence[str], cwd: Path, timeout: float,
                  env: Mapping[str, str] | None = None) -> None:
         self.argv = list(argv)
+        self.cwd = cwd
         self.timeout = timeout
         self._next_id = 0
         self._stderr: deque[str] = deque(maxlen=STDERR_LINES)
@@ -408,6 +409,7 @@ class Handshake:
 
     def __init__(self, process: AdapterProcess, options: Mapping[str, Any]) -> None:
         self.process = process
+        self.options = dict(options)
         self.where = _Where("initialize")
         self.ident = process.send(self.where, {"protocol": PROTOCOL_VERSION,
                                                "options": dict(options)})

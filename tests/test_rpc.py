@@ -33,6 +33,8 @@ import json, math, os, sys, time
 mode = sys.argv[1]
 trigger = sys.argv[2] if len(sys.argv) > 2 else "search"
 ids = []
+with open("starts.log", "a") as log:
+    log.write(f"{os.getpid()}\n")
 if mode == "exit-at-start":
     print("cannot open the vector index", file=sys.stderr)
     sys.exit(1)
@@ -101,6 +103,8 @@ for line in sys.stdin:
     send({"jsonrpc": "2.0", "id": rid, "result": result})
     if method == "shutdown":
         break
+if mode == "linger":  # outlives the end of its input: only a kill stops it
+    time.sleep(60)
 '''
 
 ABSTENTION = '[suites.abstention]\nfixtures = ["builtin"]\n'
@@ -420,3 +424,145 @@ def test_a_failing_batch_stops_the_ingest(tmp_path: Path, monkeypatch: pytest.Mo
         client.session("veto").ingest([Record(id=f"r{n}", text="t") for n in range(10)], "item-7")
     message = str(failed.value)
     assert "ingest" in message and "item-7" in message and "batch 2 refused" in message
+
+
+# --- the early start: run and check start the adapter before the config is validated ---
+
+
+def _running(folder: Path) -> list[int]:
+    """Processes (zombies aside) whose working directory is ``folder``: an adapter's."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and os.readlink(proc / "cwd") == str(folder) \
+                    and (proc / "stat").read_text().split(") ")[-1][:1] != "Z":
+                found.append(int(proc.name))
+        except OSError:
+            continue
+    return found
+
+
+def _gone(folder: Path, within: float = 10.0) -> bool:
+    import time
+
+    deadline = time.monotonic() + within
+    while _running(folder):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+@pytest.mark.parametrize("argv", [("run",), ("check",)])
+def test_the_adapter_started_early_is_the_one_that_runs(tmp_path: Path, argv: tuple[str]) -> None:
+    # The early start (before the config is validated) is adopted, not started twice.
+    folder = scripted(tmp_path, "none")
+    done = run_cli(*argv, cwd=folder)
+    # (check then stops outside a git repository: only the run before that matters here)
+    assert "abstention: 470/470 adapter calls done" in done.stderr, done.stderr
+    assert len((folder / "starts.log").read_text().split()) == 1
+
+
+@pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="reads /proc")
+@pytest.mark.parametrize(("argv", "suites", "why"), [
+    (("run",), '[suites.abstention]\nfixtures = ["builtin"]\nk = 0\n', "suites.abstention.k"),
+    (("run", "--suite", "veto"), ABSTENTION, "--suite veto"),
+    (("check",), '[suites.abstention]\nfixtures = ["builtin"]\nkk = 5\n', "did you mean 'k'"),
+])
+def test_an_invalid_config_stops_the_adapter_started_early(tmp_path: Path, argv: tuple[str],
+                                                             suites: str, why: str) -> None:
+    # "linger" ignores the end of its input: it stops only if the gate kills it.
+    folder = scripted(tmp_path, "linger", suites=suites)
+    done = run_cli(*argv, cwd=folder)
+    assert_error(done, why)
+    assert _gone(folder), "the adapter started before the config was validated still runs"
+
+
+@pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="reads /proc")
+def test_the_lingering_control_outlives_a_gate_that_does_not_kill_it(tmp_path: Path) -> None:
+    # The control for the test above: a "linger" adapter the gate never kills is still running.
+    from membench_gate import early
+
+    folder = scripted(tmp_path, "linger")
+    launched = early.launch(folder / "membench.toml")
+    assert launched is not None
+    try:
+        launched.finish()
+        launched.process.proc.stdin.close()  # its input ends, as when a gate exits
+        assert not _gone(folder, within=1.0)
+    finally:
+        launched.process.kill()
+    assert _gone(folder)
+
+
+def test_a_config_adopts_only_the_adapter_it_would_start(tmp_path: Path) -> None:
+    from membench_gate import early
+    from membench_gate.config import load_config
+
+    folder = scripted(tmp_path, "none")
+    path = folder / "membench.toml"
+    first = early.launch(path)
+    assert first is not None and first.process.timeout == 0
+    config = load_config(path)
+    assert config.launch(first) is first and first.process.timeout == 20  # the config's timeout
+    assert first.finish().name == "scripted"
+    first.process.kill()
+
+    # Options that differ from the early start's: it is stopped, and the config's own started.
+    stale = early.launch(path)
+    assert stale is not None
+    stale.finish()
+    path.write_text(path.read_text().replace("timeout = 20\n",
+                                             "timeout = 20\n[adapter.options]\nx = 1\n"))
+    changed = load_config(path)
+    own = changed.launch(stale)
+    try:
+        assert own is not stale and not stale.process.alive and stale.process.proc.poll() is not None
+        assert own.options == {"x": 1} and own.finish().name == "scripted"
+    finally:
+        own.process.kill()
+    assert len((folder / "starts.log").read_text().split()) == 3
+
+
+@pytest.mark.parametrize("text", [
+    "[adapter\n",                                  # not TOML
+    "[adapter]\ncommand = []\n",                  # not plainly well formed: left to validation
+    '[adapter]\ncommand = ["x"]\npython = "m:a"\n',
+    "adapter = 3\n",
+])
+def test_no_early_start_from_a_table_that_is_not_plainly_valid(tmp_path: Path, text: str) -> None:
+    from membench_gate import early
+
+    (tmp_path / "membench.toml").write_text(text)
+    assert early.launch(tmp_path / "membench.toml") is None
+    assert early.launch(tmp_path / "missing.toml") is None
+
+
+# --- the host's reading of its input ---
+
+
+@pytest.mark.parametrize("poll_s", [0.0, 300e-6])
+def test_the_host_reads_request_lines_however_they_arrive(poll_s: float) -> None:
+    import threading
+    import time
+
+    from membench_gate.host import requests_of
+
+    big = b'{"records": "' + b"x" * (3 << 20) + b'"}\n'
+    pieces = [b'{"a": 1}\n{"b"', b": 2}\n", big[:100], big[100:], b'{"c": 3}\n{"d": 4}\n{"tail"']
+    read, write = os.pipe()
+
+    def writer() -> None:
+        for piece in pieces:
+            os.write(write, piece)
+            time.sleep(0.01)
+        os.close(write)
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    try:
+        lines = list(requests_of(read, poll_s))
+    finally:
+        thread.join()
+        os.close(read)
+    assert lines == [b'{"a": 1}\n', b'{"b": 2}\n', big, b'{"c": 3}\n', b'{"d": 4}\n', b'{"tail"']
