@@ -45,8 +45,6 @@ if __name__ == "__main__":  # pragma: no branch - fix the path before importing 
 
 import importlib  # noqa: E402
 import json  # noqa: E402
-import select  # noqa: E402
-import time  # noqa: E402
 from collections.abc import Callable, Iterable, Iterator  # noqa: E402
 from typing import Any, BinaryIO  # noqa: E402
 
@@ -57,6 +55,7 @@ from membench_gate.adapter import (  # noqa: E402
     record_from_wire,
     session_from_wire,
 )
+from membench_gate.polling import Poller  # noqa: E402
 
 
 class _Refused(Exception):
@@ -162,46 +161,14 @@ def _user(encode: Callable[[Any], Any], value: Any) -> Any:
         raise _Refused(-32000, str(exc)) from exc
 
 
-# Polling for the next request: the longest poll after an answer, the pause between two polls
-# that means another process had the CPU, and how many waits then block without polling.
-POLL_S = 300e-6
-PREEMPTED_S = 50e-6
-BLOCK_AFTER_PREEMPTION = 100
-
-
-def _cpus() -> int:
-    affinity = getattr(os, "sched_getaffinity", None)
-    return len(affinity(0)) if affinity else (os.cpu_count() or 1)
-
-
-def requests_of(fd: int, poll_s: float = POLL_S) -> Iterator[bytes]:
+def requests_of(fd: int, poller: Poller | None = None) -> Iterator[bytes]:
     """The request lines arriving on ``fd``, each with its newline (an unterminated last line as
-    it is).
-
-    The gate sends its next request a few tens of microseconds after an answer. A process that
-    blocks in ``read`` for that long is put to sleep, and on a virtual machine its CPU halts with
-    it: it wakes late and runs on cold caches. Measured on a 2-CPU virtual machine with the
-    built-in suites, the reference memory's search took about 1.5x as long in a host that
-    blocked between requests as in one fed its requests back to back. So after each answer the
-    host polls ``fd`` for up to ``poll_s`` before it blocks: never with a single CPU (the gate
-    needs it meanwhile), and never on a busy machine — a poll that finds itself preempted turns
-    polling off for the next requests. (The gate itself always blocks: it must leave the CPUs to
-    an adapter that computes.)"""
+    it is). The gate sends its next request within microseconds of an answer, so the host polls
+    for it before it blocks (:mod:`membench_gate.polling`)."""
+    poller = poller or Poller(fd)
     pending: list[bytes] = []  # the start of a line longer than one read
-    blocking = 0
-    poll_s = poll_s if _cpus() >= 2 else 0.0
     while True:
-        if blocking:
-            blocking -= 1
-        elif poll_s:
-            last = time.perf_counter()
-            until = last + poll_s
-            while last < until and not select.select([fd], [], [], 0)[0]:
-                now = time.perf_counter()
-                if now - last > PREEMPTED_S:
-                    blocking = BLOCK_AFTER_PREEMPTION
-                    break
-                last = now
+        poller.poll()
         chunk = os.read(fd, 1 << 20)
         if not chunk:
             if pending:

@@ -44,6 +44,7 @@ from membench_gate.adapter import (
     session_to_wire,
 )
 from membench_gate.errors import GateError
+from membench_gate.polling import POLL_S, Poller
 
 STDERR_LINES = 50
 SHUTDOWN_GRACE_S = 5.0
@@ -129,9 +130,14 @@ class AdapterProcess:
             raise GateError(f"adapter: cannot start {self.argv[0]!r}: {exc.strerror or exc}") from exc
         self._buffer = b""
         self._eof = False
+        # How long the last answer to each method took. The gate polls for an answer only when
+        # the last one to the same method came within twice the poll budget: it never spins long
+        # while an adapter computes (membench_gate.polling).
+        self._latency: dict[str, float] = {}
         if _SELECTABLE_PIPES:
             assert self.proc.stdout is not None
             self._fd = self.proc.stdout.fileno()
+            self._poller = Poller(self._fd)
         else:
             threading.Thread(target=self._read_stdout, daemon=True).start()
         self._stderr_done = threading.Event()
@@ -139,10 +145,11 @@ class AdapterProcess:
 
     # --- reading: the main thread waits for a line with a deadline, never longer ---
 
-    def _readline(self, timeout: float | None) -> bytes | None:
+    def _readline(self, timeout: float | None, poll: bool = False) -> bytes | None:
         """The next line of stdout (its newline kept), ``None`` at the end of output; raises
         ``queue.Empty`` when ``timeout`` passes first. An unterminated last line is returned as
-        it is, and a line over :data:`MAX_LINE_BYTES` is cut there (both are protocol errors)."""
+        it is, and a line over :data:`MAX_LINE_BYTES` is cut there (both are protocol errors).
+        With ``poll`` (an answer expected within microseconds) it polls before it blocks."""
         if not _SELECTABLE_PIPES:
             return self._lines.get(timeout=timeout)
         deadline = None if timeout is None else time.monotonic() + timeout
@@ -155,8 +162,8 @@ class AdapterProcess:
                 line, self._buffer = self._buffer, b""
                 return line or None
             left = None if deadline is None else max(0.0, deadline - time.monotonic())
-            ready, _, _ = select.select([self._fd], [], [], left)
-            if not ready:
+            if not (poll and self._poller.poll()) \
+                    and not select.select([self._fd], [], [], left)[0]:
                 raise queue.Empty
             chunk = os.read(self._fd, 1 << 20)
             if chunk:
@@ -237,8 +244,9 @@ class AdapterProcess:
 
     def receive(self, ident: int, where: _Where) -> Any:
         """Wait at most ``timeout`` seconds for the response to request ``ident``."""
+        quick = self._latency.get(where.method, math.inf) < 2 * POLL_S
         try:
-            line = self._readline(self.timeout if self.timeout > 0 else None)
+            line = self._readline(self.timeout if self.timeout > 0 else None, poll=quick)
         except queue.Empty:
             raise self._fail(where, f"no answer within {self.timeout:g}s ([adapter] timeout)") \
                 from None
@@ -246,7 +254,7 @@ class AdapterProcess:
             code = self._exit_code()
             raise self._fail(where, "the adapter process ended without answering"
                              + (f" (exit code {code})" if code is not None else ""))
-        self.last_latency = time.monotonic() - self._sent_at
+        self.last_latency = self._latency[where.method] = time.monotonic() - self._sent_at
         return self._result(where, ident, line)
 
     def _write(self, data: bytes) -> None:
@@ -338,6 +346,8 @@ class AdapterProcess:
                     stream.close()
             except OSError:
                 pass
+        if _SELECTABLE_PIPES:
+            self._poller.close()
 
 
 def _excerpt(line: bytes) -> str:

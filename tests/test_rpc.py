@@ -547,6 +547,7 @@ def test_the_host_reads_request_lines_however_they_arrive(poll_s: float) -> None
     import time
 
     from membench_gate.host import requests_of
+    from membench_gate.polling import Poller
 
     big = b'{"records": "' + b"x" * (3 << 20) + b'"}\n'
     pieces = [b'{"a": 1}\n{"b"', b": 2}\n", big[:100], big[100:], b'{"c": 3}\n{"d": 4}\n{"tail"']
@@ -561,8 +562,59 @@ def test_the_host_reads_request_lines_however_they_arrive(poll_s: float) -> None
     thread = threading.Thread(target=writer)
     thread.start()
     try:
-        lines = list(requests_of(read, poll_s))
+        lines = list(requests_of(read, Poller(read, poll_s)))
     finally:
         thread.join()
         os.close(read)
     assert lines == [b'{"a": 1}\n', b'{"b": 2}\n', big, b'{"c": 3}\n', b'{"d": 4}\n', b'{"tail"']
+
+
+# --- polling before a wait (membench_gate.polling) ---
+
+
+def _poller_reading(tmp_path: Path, loadavg: str, budget_s: float = 300e-6) -> Any:
+    """A poller of a fresh pipe whose view of the machine is ``loadavg`` (a real file)."""
+    from membench_gate.polling import Poller
+
+    read, write = os.pipe()
+    poller = Poller(read, budget_s)
+    if poller._loadavg is None:
+        pytest.skip("polling needs /proc/loadavg and two CPUs")
+    (tmp_path / "loadavg").write_text(loadavg)
+    os.close(poller._loadavg)
+    poller._loadavg = os.open(tmp_path / "loadavg", os.O_RDONLY)
+    return poller, read, write
+
+
+def test_a_poll_catches_an_answer_that_is_already_there(tmp_path: Path) -> None:
+    poller, read, write = _poller_reading(tmp_path, "0.50 0.40 0.30 2/100 4242\n")
+    try:
+        assert poller.cpu_free()
+        assert not poller.poll()  # nothing arrived within the budget: block now
+        os.write(write, b"{}\n")
+        assert poller.poll()
+    finally:
+        poller.close()
+        os.close(read), os.close(write)
+
+
+def test_no_poll_while_more_tasks_are_runnable_than_cpus(tmp_path: Path) -> None:
+    # The other end is ready, but the machine is busy: the poller does not even look.
+    poller, read, write = _poller_reading(tmp_path, f"3.10 2.00 1.00 {os.cpu_count() + 1}/100 1\n")
+    try:
+        os.write(write, b"{}\n")
+        assert not poller.cpu_free() and not poller.poll()
+    finally:
+        poller.close()
+        os.close(read), os.close(write)
+
+
+def test_no_poll_with_a_single_cpu() -> None:
+    if not hasattr(os, "sched_setaffinity"):
+        pytest.skip("needs sched_setaffinity")
+    code = ("import os; os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]}); "
+            "from membench_gate.polling import Poller; r, w = os.pipe(); os.write(w, b'x'); "
+            "p = Poller(r); print(p.budget_s, p.poll())")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO,
+                          check=True)
+    assert done.stdout.split() == ["0.0", "False"]
