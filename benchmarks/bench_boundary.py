@@ -9,8 +9,9 @@
    *through the host* — ``python -m membench_gate run``: the adapter started as
    ``python -m membench_gate.host``, every call a JSON-RPC request over stdio, every answer
    validated. Medians of ``--repeat`` runs, and their ratio.
-2. The suites alone in one warm process (start-up excluded), the same two ways: the boundary's
-   per-call cost with nothing to hide it.
+2. The suites alone in one warm process, the same two ways, with the fixtures loaded and the
+   adapter already started and initialized (the host started once, the suites run ``--repeat``
+   times on it): the boundary's per-call cost with nothing to hide it.
 3. Ingest of ``--records`` synthetic records through the host (batched ``ingest`` requests) vs one
    direct ``ingest()`` call: what the boundary costs a large corpus.
 
@@ -34,7 +35,8 @@ from membench_gate import rpc  # noqa: E402
 from membench_gate.adapter import Answer, Query, Record, Session  # noqa: E402
 from membench_gate.config import load_config  # noqa: E402
 from membench_gate.reference import ReferenceMemory  # noqa: E402
-from membench_gate.runner import run  # noqa: E402
+from membench_gate.runner import load_fixtures, run  # noqa: E402
+from membench_gate.suites import registry  # noqa: E402
 from membench_gate.summary import run_summary  # noqa: E402
 
 
@@ -96,8 +98,13 @@ def in_process(config: Any) -> None:
     run_summary(results, None)
 
 
-def hosted(config: Any) -> None:
-    run_summary(run(config), None)
+def suites_on(config: Any, loaded: dict[str, Any], session: Any) -> float:
+    """Time every enabled suite against ``session(suite name)``."""
+    suites = registry()
+    start = time.perf_counter()
+    for name, fixtures in loaded.items():
+        suites[name].run(fixtures, session(name), config.suites[name], None)
+    return time.perf_counter() - start
 
 
 def command(argv: list[str]) -> float:
@@ -134,12 +141,17 @@ def main() -> None:
     print(f"command, through host:           {n:.3f} s (median of {args.repeat})")
     print(f"ratio host / in process:         {n / o:.2f}x")
 
-    in_process(config)  # warm both paths (imports, caches) before timing
-    hosted(config)
+    _, loaded = load_fixtures(config)
     direct, through = [], []
-    for _ in range(args.repeat):
-        direct.append(timed(in_process, config))
-        through.append(timed(hosted, config))
+    local = DirectSession(ReferenceMemory(**config.adapter_options))  # every suite resets it
+    with rpc.start(config.adapter_argv(), config.base_dir, config.adapter_options,
+                   config.timeout) as client:
+        for n in range(args.repeat + 1):  # the first of each only warms caches
+            d = suites_on(config, loaded, lambda _name: local)
+            h = suites_on(config, loaded, client.session)
+            if n:
+                direct.append(d)
+                through.append(h)
     d, h = statistics.median(direct), statistics.median(through)
     print(f"suites alone, in process:        {d:.3f} s (median of {args.repeat})")
     print(f"suites alone, through host:      {h:.3f} s (median of {args.repeat})")
