@@ -11,6 +11,7 @@ import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from membench_gate.baseside import BaseSide, read_base
 from membench_gate.config import Config, load_config
@@ -27,11 +28,13 @@ from membench_gate.results import (
     read_file,
     write_atomic,
 )
-from membench_gate.rpc import Handshake
 from membench_gate.runner import load_fixtures, progress_reporter, run
 from membench_gate.settings import Context
 from membench_gate.summary import verdict_summary
 from membench_gate.verdict import Verdict
+
+if TYPE_CHECKING:  # checking a results file never starts an adapter
+    from membench_gate.rpc import Handshake
 
 __all__ = ["BaseSide", "Outputs", "check", "read_base", "read_committed", "read_results"]
 

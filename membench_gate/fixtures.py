@@ -53,7 +53,7 @@ def parse_time(value: str, where: str) -> datetime:
 
 class _Item(BaseModel):
     # strict: "holdout": "yes" or "k": "5" in a fixture is an error, not a silent conversion.
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, defer_build=True)
     holdout: bool = False
 
 
@@ -64,7 +64,7 @@ def _iso(value: str | None) -> str | None:
 
 
 class Rejected(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, defer_build=True)
     option: str = Field(min_length=1)
     reason: str = Field(min_length=1)
 
@@ -103,7 +103,7 @@ class Scenario(_Item):
 
 
 class ScenarioFile(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
+    model_config = ConfigDict(extra="forbid", strict=True, defer_build=True)
     as_of: str
     scenarios: list[dict[str, Any]]
 

@@ -25,8 +25,7 @@ import re
 import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
-
-from rapidfuzz import fuzz
+from typing import Any
 
 from membench_gate import metrics
 
@@ -98,6 +97,14 @@ def breach_subject(key: str) -> tuple[str, str | None]:
     return key, None
 
 
+def _fuzz() -> Any:
+    """rapidfuzz's ``fuzz``, imported on first use: a check without justifications to judge
+    never needs it."""
+    from rapidfuzz import fuzz
+
+    return fuzz
+
+
 def mentions(text: str, needle: str) -> bool:
     """Does ``text`` name ``needle``, fuzzily (``net_at_1`` matches "NET at 1")?"""
     return _mentions_normed(_norm(text), _norm(needle))
@@ -108,7 +115,7 @@ def _mentions_normed(text_n: str, needle_n: str) -> bool:
         return False
     if needle_n in text_n:
         return True
-    return fuzz.partial_ratio(needle_n, text_n) >= _MENTION_RATIO
+    return _fuzz().partial_ratio(needle_n, text_n) >= _MENTION_RATIO
 
 
 def is_placeholder(text: str, names: set[str] | None = None) -> bool:
@@ -122,7 +129,7 @@ def is_placeholder(text: str, names: set[str] | None = None) -> bool:
         stripped = stripped.replace(f" {_norm(phrase)} ", " ")
     if len(set(stripped.split())) < 3:
         return True
-    return any(fuzz.ratio(normalized, _norm(p)) >= _PLACEHOLDER_RATIO for p in PLACEHOLDERS)
+    return any(_fuzz().ratio(normalized, _norm(p)) >= _PLACEHOLDER_RATIO for p in PLACEHOLDERS)
 
 
 def is_near_copy(text: str, base_text: str, names: set[str]) -> bool:
@@ -130,6 +137,7 @@ def is_near_copy(text: str, base_text: str, names: set[str]) -> bool:
     mine, theirs = _without(text, names), _without(base_text, names)
     if not mine or not theirs:
         return False
+    fuzz = _fuzz()
     if fuzz.ratio(mine, theirs) >= _COPY_RATIO:
         return True
     shorter = min(len(mine), len(theirs))

@@ -194,13 +194,13 @@ def load_json(data: bytes | str, label: str) -> Any:
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 class Cell(_Strict):
     """One ``suite/condition``: its metrics, how many gold items it scored, which failed."""
 
-    model_config = ConfigDict(extra="forbid", strict=True)
+    model_config = ConfigDict(extra="forbid", strict=True, defer_build=True)
     metrics: dict[str, float]
     gold_total: int = Field(ge=0)
     failed: list[str]
@@ -271,7 +271,7 @@ class Receipt(BaseModel):
     Information only: a foreign runner may leave fields out or add its own.
     """
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", defer_build=True)
     tool_version: str | None = None
     git_sha: str | None = None
     started_at: str | None = None

@@ -6,15 +6,18 @@ import sys
 import time
 from collections.abc import Callable
 from datetime import datetime, timezone
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from membench_gate import __version__, rpc
+from membench_gate import __version__
 from membench_gate.config import Config
 from membench_gate.errors import GateError
 from membench_gate.fixtures import SuiteFixtures, digest, fixtures_hash, load_suite
 from membench_gate.results import SCHEMA_VERSION, Cell, Results
 from membench_gate.shard import Shard
 from membench_gate.suites import Progress, registry
+
+if TYPE_CHECKING:  # a check of a results file loads fixtures, never an adapter
+    from membench_gate import rpc
 
 
 def _receipt_sha(config: Config) -> str | None:

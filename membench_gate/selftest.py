@@ -31,7 +31,7 @@ _BREACHING = ("metric", "metric-missing", "zero")
 class MutantResult(BaseModel):
     """What one mutant did: the metric keys (``cell:metric``) it breached, or why it could not run."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     description: str
     breached: list[str] = Field(default_factory=list)
     error: str | None = None
@@ -40,7 +40,7 @@ class MutantResult(BaseModel):
 class SelftestReport(BaseModel):
     """The selftest's data (``selftest --json``), which the action's comment reads."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     covered: int = Field(ge=0)
     total: int = Field(ge=0)
     blind: list[str]

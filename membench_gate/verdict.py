@@ -19,7 +19,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, overload
 
-from pydantic import BaseModel, Field, GetCoreSchemaHandler, GetJsonSchemaHandler
+from pydantic import BaseModel, ConfigDict, Field, GetCoreSchemaHandler, GetJsonSchemaHandler
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema, core_schema
 
@@ -37,6 +37,8 @@ class Breach(BaseModel):
     ``suite/condition:metric`` or ``suite/condition#item`` (a whole cell is keyed by
     ``suite/condition``); a suite-wide easing is ``suite:option:<name>`` or
     ``suite:corpus-removed``, and a moved baseline ``gate:baseline-moved``."""
+
+    model_config = ConfigDict(defer_build=True)
 
     key: str
     kind: BreachKind
@@ -230,6 +232,8 @@ class Breaches(Sequence[Breach]):
 class BaseInfo(BaseModel):
     """Where the base baseline was read: the ref, the commit and how it was found."""
 
+    model_config = ConfigDict(defer_build=True)
+
     ref: str | None = None
     sha: str | None = Field(default=None, pattern=r"^[0-9a-f]{7,64}$")
     how: Literal["explicit", "merge-commit-parent", "event-base-sha", "remote-default-branch",
@@ -241,6 +245,8 @@ class FixtureDiff(BaseModel):
     cell, and the rest of each suite's corpus (distractor decisions, facts, pages) under
     ``<suite>:corpus``."""
 
+    model_config = ConfigDict(defer_build=True)
+
     added: dict[str, list[str]] = Field(default_factory=dict)
     removed: dict[str, list[str]] = Field(default_factory=dict)
     changed: dict[str, list[str]] = Field(default_factory=dict)
@@ -248,6 +254,8 @@ class FixtureDiff(BaseModel):
 
 class Improvement(BaseModel):
     """A gated metric that moved the good way against the base (``key`` as a breach's)."""
+
+    model_config = ConfigDict(defer_build=True)
 
     key: str
     base: float
@@ -263,6 +271,8 @@ class JustificationResult(BaseModel):
 
 class Verdict(BaseModel):
     """What ``check --json`` writes and the report renders."""
+
+    model_config = ConfigDict(defer_build=True)
 
     verdict: VerdictName
     exit_code: int

@@ -118,3 +118,23 @@ def test_heavy_imports_stay_lazy(body: str) -> None:
     proc = python("-c", _PROBE.format(body=body, heavy=set(_HEAVY)), cwd=REPO, pythonpath=REPO)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_checking_a_results_file_imports_no_adapter_machinery(tmp_path: Path) -> None:
+    # check --results reads files and git: no numpy, no fuzzy matching (no justification to
+    # judge), no adapter client, no GitHub or GitPython.
+    from conftest import bless, run_cli, seed_repo
+
+    config = (REPO / "membench.toml").read_text(encoding="utf-8")
+    repo = seed_repo(tmp_path / "repo", {"membench.toml": config}, blessed=False)
+    bless(repo)
+    assert run_cli("run", "--out", "r.json", cwd=repo).returncode == 0
+    probe = ("import sys\n"
+             "from membench_gate.cli import main\n"
+             "code = main(['check', '--results', 'r.json'])\n"
+             "assert code == 0, code\n"
+             "print(sorted(m for m in sys.modules if m.split('.')[0] in "
+             "{'numpy', 'rapidfuzz', 'github', 'git'} or m == 'membench_gate.rpc'))\n")
+    proc = python("-c", probe, cwd=repo, pythonpath=REPO)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().splitlines()[-1] == "[]"

@@ -87,6 +87,9 @@ def test_headline_says_the_biggest_moves_in_words_and_breaches_rank_by_severity(
         "7 items newly failing on veto/files_known",
     ]
     assert [row[2] for row in breaches[1:3]] == ["2 (must be 0)", "−24.1 pts"]
+    # The heading counts breaches (one per newly failing item) and says how many rows hold them.
+    assert len(verdict.breaches) == 28
+    assert "### Breaches (28 in 5 rows), most severe first" in lines
     # Jargon is explained, and moved below the scores.
     assert "same-hash" not in markdown.split("### Commands")[0]
     assert "Same fixtures and suite options as the base" in markdown

@@ -16,15 +16,17 @@ did not fail, and ``controls_passing`` on ``abstention/default`` counts those (a
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from membench_gate.adapter import Answer, Query, Record
 from membench_gate.config import AbstentionOptions
 from membench_gate.fixtures import Probe, SuiteFixtures
 from membench_gate.metrics import net_metric
-from membench_gate.rpc import SuiteSession
 from membench_gate.seeded import permutation
 from membench_gate.suites import Progress, Records, SuiteRun, hit_list, outcome, ratio
+
+if TYPE_CHECKING:  # only for annotations: checking a results file never imports the client
+    from membench_gate.rpc import SuiteSession
 
 SCORER_VERSION = 2
 # The controls are judged from the records of abstention/default: a merge recomputes them.

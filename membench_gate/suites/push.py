@@ -10,13 +10,15 @@ source-isolation violation. Holdout turns are not scored but stay in the context
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from membench_gate.adapter import Query, Record
 from membench_gate.config import PushOptions
 from membench_gate.fixtures import SuiteFixtures
-from membench_gate.rpc import SuiteSession
 from membench_gate.suites import Progress, Records, SuiteRun, outcome, ratio
+
+if TYPE_CHECKING:  # only for annotations: checking a results file never imports the client
+    from membench_gate.rpc import SuiteSession
 
 SCORER_VERSION = 1
 

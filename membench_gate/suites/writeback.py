@@ -18,14 +18,16 @@ chooses to answer (the abstention suite judges that).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from membench_gate.adapter import Answer, Hit, Query, Session, Turn
 from membench_gate.config import WritebackOptions
 from membench_gate.errors import GateError
 from membench_gate.fixtures import SuiteFixtures, WritebackSession, keyword_in
-from membench_gate.rpc import SuiteSession
 from membench_gate.suites import Progress, Records, SuiteRun, outcome, ratio
+
+if TYPE_CHECKING:  # only for annotations: checking a results file never imports the client
+    from membench_gate.rpc import SuiteSession
 
 SCORER_VERSION = 1
 _SHOWN = 160  # characters of a hit's text kept in the per-item detail
