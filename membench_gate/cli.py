@@ -211,11 +211,18 @@ def cmd_check(args: argparse.Namespace) -> int:
 
     # The adapter starts up while the gate imports the rest; check adopts it or stops it.
     launched = None if args.results is not None else early.launch(args.config)
-    from membench_gate.check import Outputs, check
-    from membench_gate.settings import Context
+    try:
+        from membench_gate.check import Outputs, check
+        from membench_gate.settings import Context
 
-    outputs = Outputs(json=args.json, report=args.report, out=args.out, base_out=args.base_out)
-    return check(args.config, Context.from_env(), base_ref=args.base_ref, results=args.results,
+        outputs = Outputs(json=args.json, report=args.report, out=args.out,
+                          base_out=args.base_out)
+        context = Context.from_env()
+    except BaseException:  # check() did not take the adapter over: stop it here
+        if launched is not None:
+            launched.process.kill()
+        raise
+    return check(args.config, context, base_ref=args.base_ref, results=args.results,
                  allow_regression=args.allow_regression, include_holdout=args.include_holdout,
                  verify_determinism=args.verify_determinism, outputs=outputs, launched=launched)
 

@@ -15,7 +15,15 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    JsonValue,
+    ValidationError,
+    model_validator,
+)
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticCustomError
 
@@ -125,7 +133,10 @@ class AdapterTable(_Table):
         None, description="a string 'module:attr'")
     command: Annotated[list[Name], Field(min_length=1)] | None = Field(
         None, description='a non-empty list of strings (an argv, e.g. ["node", "bench/adapter.js"])')
-    options: dict[str, Any] = Field(default_factory=dict)
+    options: dict[str, JsonValue] = Field(
+        default_factory=dict,
+        description="a table of values JSON can carry (strings, numbers, booleans, arrays, tables; "
+                    "not TOML dates or times: write those as strings)")
     timeout: Annotated[float, Field(
         gt=0, le=MAX_TIMEOUT, allow_inf_nan=False,
         description=f"a number of seconds, more than 0 and at most {MAX_TIMEOUT:g}",

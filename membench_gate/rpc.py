@@ -226,7 +226,7 @@ class AdapterProcess:
         try:
             payload = _encode({"jsonrpc": "2.0", "id": self._next_id + 1, "method": where.method,
                                "params": params})
-        except ValueError as exc:
+        except (ValueError, TypeError) as exc:
             raise GateError(f"{where}: the request cannot be encoded as JSON ({exc})") from exc
         return (payload + "\n").encode("utf-8")
 
@@ -447,7 +447,12 @@ class Handshake:
 def launch(argv: Sequence[str], cwd: Path, timeout: float, options: Mapping[str, Any],
            env: Mapping[str, str] | None = None) -> Handshake:
     """Start the adapter and send ``initialize`` without waiting for the answer."""
-    return Handshake(AdapterProcess(argv, cwd, timeout, env), options)
+    process = AdapterProcess(argv, cwd, timeout, env)
+    try:
+        return Handshake(process, options)
+    except BaseException:  # initialize could not be sent: the started process must not linger
+        process.kill()
+        raise
 
 
 @contextmanager

@@ -430,11 +430,12 @@ def test_a_failing_batch_stops_the_ingest(tmp_path: Path, monkeypatch: pytest.Mo
 
 
 def _running(folder: Path) -> list[int]:
-    """Processes (zombies aside) whose working directory is ``folder``: an adapter's."""
+    """Other processes (zombies aside) whose working directory is ``folder``: an adapter's."""
     found = []
     for proc in Path("/proc").iterdir():
         try:
-            if proc.name.isdigit() and os.readlink(proc / "cwd") == str(folder) \
+            if proc.name.isdigit() and int(proc.name) != os.getpid() \
+                    and os.readlink(proc / "cwd") == str(folder) \
                     and (proc / "stat").read_text().split(") ")[-1][:1] != "Z":
                 found.append(int(proc.name))
         except OSError:
@@ -476,6 +477,38 @@ def test_an_invalid_config_stops_the_adapter_started_early(tmp_path: Path, argv:
     done = run_cli(*argv, cwd=folder)
     assert_error(done, why)
     assert _gone(folder), "the adapter started before the config was validated still runs"
+
+
+@pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="reads /proc")
+@pytest.mark.parametrize(("option", "why"), [
+    ("d = 1979-05-27", "adapter.options.'d'"),        # JSON has no dates: initialize can't carry it
+    ("x = nan", "adapter.options.x: cannot write a non-finite number"),
+])
+def test_options_initialize_cannot_carry_stop_the_adapter(tmp_path: Path, option: str,
+                                                          why: str) -> None:
+    folder = scripted(tmp_path, "linger")
+    config = folder / "membench.toml"
+    config.write_text(config.read_text().replace("timeout = 20\n",
+                                                 f"timeout = 20\n[adapter.options]\n{option}\n"))
+    assert_error(run_cli("run", cwd=folder), why)
+    assert _gone(folder), "an adapter that never got initialize still runs"
+
+
+@pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="reads /proc")
+def test_an_interrupt_before_check_takes_the_adapter_over_stops_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Ctrl-C while check imports its modules (the window the early start opens).
+    from membench_gate import settings
+    from membench_gate.cli import main
+
+    def interrupted(*args: Any, **kwargs: Any) -> Any:
+        raise KeyboardInterrupt
+
+    folder = scripted(tmp_path, "linger")
+    monkeypatch.chdir(folder)
+    monkeypatch.setattr(settings.Context, "from_env", interrupted)
+    assert main(["check"]) == 4
+    assert _gone(folder), "the adapter started early still runs after the interrupt"
 
 
 @pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="reads /proc")
