@@ -28,12 +28,12 @@ from pydantic.fields import FieldInfo
 from pydantic_core import PydanticCustomError
 
 from membench_gate import metrics
+from membench_gate.early import python_target
+from membench_gate.errors import GateError
+from membench_gate.results import check_numbers, read_text
 
 if TYPE_CHECKING:
     from membench_gate.rpc import Handshake
-from membench_gate.early import REFERENCE_ADAPTER
-from membench_gate.errors import GateError
-from membench_gate.results import check_numbers, read_text
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -370,7 +370,7 @@ def parse_config(text: str, path: Path, label: str | None = None) -> Config:
                         f"{', '.join(f'[suites.{n}]' for n in SUITE_NAMES)} table)")
     return Config(
         path=path,
-        adapter=adapter.python or (REFERENCE_ADAPTER if adapter.command is None else ""),
+        adapter=python_target(adapter.python, adapter.command),
         adapter_options=dict(adapter.options),
         adapter_command=tuple(adapter.command) if adapter.command is not None else None,
         suites=suites,

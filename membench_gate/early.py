@@ -27,6 +27,12 @@ if TYPE_CHECKING:
 REFERENCE_ADAPTER = "membench_gate.reference:ReferenceMemory"
 
 
+def python_target(python: str | None, command: object) -> str:
+    """``[adapter] python`` as the gate serves it: the reference memory when neither
+    ``python`` nor ``command`` is set, ``""`` for a command."""
+    return python or (REFERENCE_ADAPTER if command is None else "")
+
+
 def launch(config_path: Path) -> Handshake | None:
     """The adapter of the config at ``config_path``, started with ``initialize`` sent, or
     ``None`` when the file cannot be read as plain TOML or its ``[adapter]`` table is not plainly
@@ -48,8 +54,7 @@ def launch(config_path: Path) -> Handshake | None:
     from membench_gate.rpc import adapter_argv
     from membench_gate.rpc import launch as rpc_launch
 
-    argv = adapter_argv(command, python or (REFERENCE_ADAPTER if command is None else ""),
-                        [Path.cwd()])
+    argv = adapter_argv(command, python_target(python, command), [Path.cwd()])
     try:
         # The timeout is the validated config's, set when it adopts the process: nothing waits
         # for an answer before that.
