@@ -422,7 +422,7 @@ class Handshake:
         self.options = dict(options)
         self.where = _Where("initialize")
         self.ident = process.send(self.where, {"protocol": PROTOCOL_VERSION,
-                                               "options": dict(options)})
+                                               "options": self.options})
 
     def finish(self) -> AdapterClient:
         """The answer: protocol version, name and capabilities, checked."""
