@@ -12,6 +12,7 @@ against `dvc metrics diff`.
 3. `check --results` against `dvc metrics diff main --json` on comparable repositories: the same
    results file committed on main and changed in the working tree (goal: ≤ 1/3). dvc is in the
    `bench` extra (`pip install -e .[bench]`); pass its path with --dvc when it lives elsewhere.
+   Also timed, as the floor: an interpreter that imports pydantic and builds one model.
 
 Prints medians (wall and CPU). Deterministic inputs (fixed seed); timings are of this machine.
 """
@@ -157,11 +158,17 @@ def time_results_vs_dvc(repeat: int, dvc: str | None) -> None:
         env = {**_env(), "DVC_NO_ANALYTICS": "1"}
         check = [sys.executable, "-m", "membench_gate", "check", "--results", "results.json"]
         diff = [dvc, "metrics", "diff", "main", "--json"]
+        # The floor under any check that validates with pydantic: the interpreter, pydantic's
+        # import and one model built.
+        floor = [sys.executable, "-c",
+                 "from pydantic import BaseModel\nclass M(BaseModel):\n    x: int\nM(x=1)"]
         samples: dict[str, list[tuple[float, float]]] = {"check --results": [],
-                                                        "dvc metrics diff main --json": []}
-        for _ in range(repeat):  # interleaved: the two repositories differ, so compare() twice
+                                                        "dvc metrics diff main --json": [],
+                                                        "pydantic + one model": []}
+        for _ in range(repeat):  # interleaved: the repositories differ, so compare() per command
             for label, argv, cwd in (("check --results", check, ours),
-                                     ("dvc metrics diff main --json", diff, theirs)):
+                                     ("dvc metrics diff main --json", diff, theirs),
+                                     ("pydantic + one model", floor, ours)):
                 t = compare({label: argv}, cwd, 1, env)[label]
                 samples[label].append((t.wall, t.cpu))
     timings = {label: Timing(statistics.median(w for w, _ in s), statistics.median(c for _, c in s))
@@ -169,6 +176,9 @@ def time_results_vs_dvc(repeat: int, dvc: str | None) -> None:
     print(table(timings, "dvc metrics diff main --json"))
     ratio = timings["check --results"].wall / timings["dvc metrics diff main --json"].wall
     print(f"check --results / dvc metrics diff (wall): {ratio:.2f} (goal ≤ 0.33)")
+    floor = timings["pydantic + one model"].wall / timings["dvc metrics diff main --json"].wall
+    print(f"pydantic + one model / dvc metrics diff (wall): {floor:.2f} (the floor of a check "
+          "that validates with pydantic)")
 
 
 def main() -> None:
