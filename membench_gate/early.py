@@ -38,6 +38,8 @@ def launch(config_path: Path) -> Handshake | None:
     ``None`` when the file cannot be read as plain TOML or its ``[adapter]`` table is not plainly
     well formed — the command then reports that itself, after validating the config."""
     try:
+        if not config_path.is_file():  # a pipe (--config /dev/stdin) is read once, by the config
+            return None
         raw = tomllib.loads(config_path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError):
         return None

@@ -569,6 +569,17 @@ def test_no_early_start_from_a_table_that_is_not_plainly_valid(tmp_path: Path, t
     (tmp_path / "membench.toml").write_text(text)
     assert early.launch(tmp_path / "membench.toml") is None
     assert early.launch(tmp_path / "missing.toml") is None
+    assert early.launch(tmp_path) is None  # not a file
+
+
+def test_a_config_read_from_a_pipe_is_read_once(tmp_path: Path) -> None:
+    # The early start must not consume a config that can be read only once.
+    done = subprocess.run([sys.executable, "-m", "membench_gate", "run", "--config", "/dev/stdin"],
+                          input='[suites.veto]\nfixtures = ["builtin"]\n', capture_output=True,
+                          text=True, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(REPO)},
+                          timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "veto/files_known:" in done.stdout
 
 
 # --- the host's reading of its input ---
