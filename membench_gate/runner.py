@@ -122,6 +122,10 @@ def run(config: Config, progress: Progress | None = None,
         digest, loaded = load_fixtures(config)  # while the adapter starts up
         client = handshake.finish()
         suites = registry()
+        for name in loaded:  # what a suite needs of the adapter, before any suite runs
+            check_adapter = getattr(suites[name], "check_adapter", None)
+            if check_adapter is not None:
+                check_adapter(client.capabilities)
         cells: dict[str, Cell] = {}
         items: dict[str, dict[str, dict[str, Any]]] = {}
         digests: dict[str, dict[str, str]] = {}

@@ -662,3 +662,11 @@ def test_no_poll_with_a_single_cpu() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO,
                           check=True)
     assert done.stdout.split() == ["0.0", "False"]
+
+
+def test_an_adapter_without_write_is_refused_before_any_suite_runs(tmp_path: Path) -> None:
+    # The writeback suite needs the memory's write path: say so at once, not after the others ran.
+    folder = scripted(tmp_path, "none", suites=ABSTENTION + '[suites.writeback]\nfixtures = ["builtin"]\n')
+    done = run_cli("run", cwd=folder)
+    assert_error(done, "suite writeback: the adapter does not implement write(session)")
+    assert "adapter calls done" not in done.stderr  # no suite ran first

@@ -6,7 +6,10 @@ and whether the system abstained, besides its ``outcome``: enough to debug one i
 file alone (``membench-gate show``). Each module exposes ``SCORER_VERSION`` (bumped when
 scoring changes, which makes the next run a corpus change), ``run(fixtures, session, options,
 progress)`` and ``score(records, options)``, where ``options`` is the suite's validated table of
-``membench.toml`` (``config.VetoOptions``, …: ``options.k``).
+``membench.toml`` (``config.VetoOptions``, …: ``options.k``). A suite that needs more of the
+adapter than ``search`` (the writeback suite: its write path) also exposes
+``check_adapter(capabilities)``, which the runner calls right after ``initialize``, before any
+suite runs.
 
 Ask, then score: ``run`` asks the adapter and keeps one *record* per item (cell -> item id ->
 detail), then hands the records to ``score``, a pure function that derives every metric, the

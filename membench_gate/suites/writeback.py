@@ -76,11 +76,17 @@ def _as_session(s: WritebackSession) -> Session:
                    turns=tuple(Turn(t.id, t.speaker, t.text) for t in s.turns))
 
 
-def run(fx: SuiteFixtures, session: SuiteSession, options: WritebackOptions,
-        progress: Progress | None = None) -> SuiteRun:
-    if not session.capabilities.write:
+def check_adapter(capabilities: Any) -> None:
+    """Refuse an adapter without a write path before any suite runs (the runner asks every
+    enabled suite that defines this right after ``initialize``)."""
+    if not capabilities.write:
         raise GateError("suite writeback: the adapter does not implement write(session) "
                         "(capabilities.write is false); implement it or remove [suites.writeback]")
+
+
+def run(fx: SuiteFixtures, session: SuiteSession, options: WritebackOptions,
+        progress: Progress | None = None) -> SuiteRun:
+    check_adapter(session.capabilities)
     k = options.k
     total = sum(1 for s in fx.sessions
                 for i in (*s.gold_facts, *s.non_facts, *s.probes) if f"{s.id}.{i.id}" in fx.digests)
