@@ -63,8 +63,23 @@ class DirectSession:
         self.memory.write(session)
 
 
-class DirectProcess:
-    """Nothing to stop: the memory lives in the gate's own process."""
+class InProcess:
+    """What :func:`membench_gate.runner.run` is handed when the adapter was started early — its
+    handshake, client and process in one — with the memory built in the gate's own process, as
+    before the adapter boundary. Nothing to stop."""
+
+    name = "membench_gate.reference:ReferenceMemory"
+
+    def __init__(self, config: Any) -> None:
+        self.memory = ReferenceMemory(**config.adapter_options)
+        self.capabilities = DirectSession(self.memory).capabilities
+        self.process = self
+
+    def finish(self) -> InProcess:
+        return self
+
+    def session(self, suite: str) -> DirectSession:
+        return DirectSession(self.memory)
 
     def shutdown(self, wait: bool = True) -> None:
         pass
@@ -73,28 +88,8 @@ class DirectProcess:
         pass
 
 
-class DirectHandshake:
-    """What :func:`membench_gate.runner.run` is handed when the adapter was started early; here the
-    memory is built in the gate's own process, as before the adapter boundary."""
-
-    def __init__(self, config: Any) -> None:
-        self.process = DirectProcess()
-        self.memory = ReferenceMemory(**config.adapter_options)
-
-    def finish(self) -> Any:
-        memory = self.memory
-
-        class DirectClient:
-            name = "membench_gate.reference:ReferenceMemory"
-
-            def session(self, suite: str) -> DirectSession:
-                return DirectSession(memory)
-
-        return DirectClient()
-
-
 def in_process(config: Any) -> None:
-    results = run(config, launched=DirectHandshake(config))  # type: ignore[arg-type]
+    results = run(config, launched=InProcess(config))  # type: ignore[arg-type]
     run_summary(results, None)
 
 

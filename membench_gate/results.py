@@ -200,7 +200,7 @@ class _Strict(BaseModel):
 class Cell(_Strict):
     """One ``suite/condition``: its metrics, how many gold items it scored, which failed."""
 
-    model_config = ConfigDict(extra="forbid", strict=True, defer_build=True)
+    model_config = ConfigDict(strict=True)  # with _Strict's
     metrics: dict[str, float]
     gold_total: int = Field(ge=0)
     failed: list[str]

@@ -32,13 +32,19 @@ BreachKind = Literal["zero", "floor", "cell-missing", "gold-total", "newly-faile
 ITEM_KINDS = frozenset({"newly-failed", "item-removed", "item-eased"})
 
 
-class Breach(BaseModel):
+
+class _Model(BaseModel):
+    """The verdict's models: their validators are built on first use (a passing check of a
+    results file never builds a ``Breach``'s)."""
+
+    model_config = ConfigDict(defer_build=True)
+
+
+class Breach(_Model):
     """One thing that got worse, or a measurement made easier. ``key`` is
     ``suite/condition:metric`` or ``suite/condition#item`` (a whole cell is keyed by
     ``suite/condition``); a suite-wide easing is ``suite:option:<name>`` or
     ``suite:corpus-removed``, and a moved baseline ``gate:baseline-moved``."""
-
-    model_config = ConfigDict(defer_build=True)
 
     key: str
     kind: BreachKind
@@ -229,10 +235,8 @@ class Breaches(Sequence[Breach]):
         return handler(schema)
 
 
-class BaseInfo(BaseModel):
+class BaseInfo(_Model):
     """Where the base baseline was read: the ref, the commit and how it was found."""
-
-    model_config = ConfigDict(defer_build=True)
 
     ref: str | None = None
     sha: str | None = Field(default=None, pattern=r"^[0-9a-f]{7,64}$")
@@ -240,39 +244,33 @@ class BaseInfo(BaseModel):
                  "local-branch"] | None = None
 
 
-class FixtureDiff(BaseModel):
+class FixtureDiff(_Model):
     """Items added, removed, or with changed content, between base and head: gold items per
     cell, and the rest of each suite's corpus (distractor decisions, facts, pages) under
     ``<suite>:corpus``."""
-
-    model_config = ConfigDict(defer_build=True)
 
     added: dict[str, list[str]] = Field(default_factory=dict)
     removed: dict[str, list[str]] = Field(default_factory=dict)
     changed: dict[str, list[str]] = Field(default_factory=dict)
 
 
-class Improvement(BaseModel):
+class Improvement(_Model):
     """A gated metric that moved the good way against the base (``key`` as a breach's)."""
-
-    model_config = ConfigDict(defer_build=True)
 
     key: str
     base: float
     head: float
 
 
-class JustificationResult(BaseModel):
+class JustificationResult(_Model):
     status: Literal["not-needed", "passed", "failed", "missing"]
     text: str | None = None
     breaches: list[str] = Field(default_factory=list)
     failed_check: str | None = None
 
 
-class Verdict(BaseModel):
+class Verdict(_Model):
     """What ``check --json`` writes and the report renders."""
-
-    model_config = ConfigDict(defer_build=True)
 
     verdict: VerdictName
     exit_code: int
