@@ -17,6 +17,7 @@ from membench_gate.baseside import BaseSide, read_base
 from membench_gate.config import Config, load_config
 from membench_gate.errors import GateError, describe, exit_code_of
 from membench_gate.gate import decide, floors_of
+from membench_gate.measurement import measurement_hash
 from membench_gate.results import (
     Baseline,
     Results,
@@ -28,7 +29,6 @@ from membench_gate.results import (
     read_file,
     write_atomic,
 )
-from membench_gate.runner import load_fixtures, progress_reporter, run
 from membench_gate.settings import Context
 from membench_gate.summary import verdict_summary
 from membench_gate.verdict import Verdict
@@ -81,6 +81,8 @@ def _results(config: Config, path: Path | None, verify_determinism: bool, ci: bo
         if ci:
             reasons = _foreign_commit(results, config) + reasons
         return results, reasons
+    from membench_gate.runner import progress_reporter, run  # (a results file needs no runner)
+
     results = run(config, progress_reporter(), launched=launched)
     if verify_determinism:
         from membench_gate.determinism import first_difference
@@ -104,7 +106,7 @@ def read_results(path: Path, config: Config) -> tuple[Results, list[str]]:
     if canonical_dumps(results.config) != canonical_dumps(config.record()):
         reasons.append(f"{path} was produced under another config than {config.path.name} "
                        "(suites, holdout or adapter differ)")
-    elif load_fixtures(config)[0] != results.fixtures_hash:
+    elif measurement_hash(config) != results.fixtures_hash:
         reasons.append(f"{path} was produced on other fixtures or another scorer version (its "
                        "fixtures_hash differs from the working tree's)")
     return results, reasons

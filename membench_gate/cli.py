@@ -46,118 +46,135 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The command line; with ``only``, just that command's subparser (a command builds only the
+    parser it runs under: argparse's help formatting costs milliseconds per command)."""
+
+    def want(name: str) -> bool:
+        return only is None or name == only
+
     parser = _Parser(prog="membench-gate", description=DESCRIPTION, epilog=EPILOG,
                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"membench-gate {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
-    run = commands.add_parser("run", help="run the suites and write a results file")
-    _common(run)
-    run.add_argument("--out", type=Path, help="results file to write (JSON)")
-    run.add_argument("--suite", action="append", default=[], metavar="NAME",
-                     help="run only this suite (repeatable)")
-    run.add_argument("--include-holdout", action="store_true",
-                     help="score holdout items too (changes the measurement)")
-    run.add_argument("--shard", metavar="I/N",
-                     help="score only shard I of N (items split by sha256 of suite/id); "
-                          "put the parts together with merge")
+    if want("run"):
+        run = commands.add_parser("run", help="run the suites and write a results file")
+        _common(run)
+        run.add_argument("--out", type=Path, help="results file to write (JSON)")
+        run.add_argument("--suite", action="append", default=[], metavar="NAME",
+                         help="run only this suite (repeatable)")
+        run.add_argument("--include-holdout", action="store_true",
+                         help="score holdout items too (changes the measurement)")
+        run.add_argument("--shard", metavar="I/N",
+                         help="score only shard I of N (items split by sha256 of suite/id); "
+                              "put the parts together with merge")
 
-    merge = commands.add_parser("merge", help="merge the shards of a run into one results file")
-    merge.add_argument("parts", nargs="+", type=Path, metavar="PART.json",
-                       help="results files of run --shard I/N, one per shard")
-    merge.add_argument("--out", type=Path, required=True, metavar="FILE",
-                       help="merged results file to write (JSON)")
-    merge.add_argument("--debug", action="store_true", help="show tracebacks")
+    if want("merge"):
+        merge = commands.add_parser("merge", help="merge the shards of a run into one results file")
+        merge.add_argument("parts", nargs="+", type=Path, metavar="PART.json",
+                           help="results files of run --shard I/N, one per shard")
+        merge.add_argument("--out", type=Path, required=True, metavar="FILE",
+                           help="merged results file to write (JSON)")
+        merge.add_argument("--debug", action="store_true", help="show tracebacks")
 
-    check = commands.add_parser("check", help="run and gate against the base commit's baseline")
-    _common(check)
-    check.add_argument("--base-ref", metavar="REV", help="base commit (default: auto-detected)")
-    check.add_argument("--results", type=Path, metavar="FILE",
-                       help="gate a results file from an earlier run instead of running")
-    check.add_argument("--allow-regression", metavar="REASON",
-                       help="local only: accept a regression, with the reason recorded")
-    check.add_argument("--report", type=Path, metavar="FILE", help="write the Markdown report")
-    check.add_argument("--json", type=Path, metavar="FILE", help="write the verdict as JSON")
-    check.add_argument("--verify-determinism", action="store_true",
-                       help="run twice; differing results are INCONCLUSIVE")
-    check.add_argument("--out", type=Path, metavar="FILE",
-                       help="also write this run's results file (as run --out does)")
-    check.add_argument("--base-out", type=Path, metavar="FILE",
-                       help="also write the base commit's baseline (for re-rendering the report)")
-    check.add_argument("--include-holdout", action="store_true",
-                       help="score holdout items too (changes the measurement)")
+    if want("check"):
+        check = commands.add_parser("check", help="run and gate against the base commit's baseline")
+        _common(check)
+        check.add_argument("--base-ref", metavar="REV", help="base commit (default: auto-detected)")
+        check.add_argument("--results", type=Path, metavar="FILE",
+                           help="gate a results file from an earlier run instead of running")
+        check.add_argument("--allow-regression", metavar="REASON",
+                           help="local only: accept a regression, with the reason recorded")
+        check.add_argument("--report", type=Path, metavar="FILE", help="write the Markdown report")
+        check.add_argument("--json", type=Path, metavar="FILE", help="write the verdict as JSON")
+        check.add_argument("--verify-determinism", action="store_true",
+                           help="run twice; differing results are INCONCLUSIVE")
+        check.add_argument("--out", type=Path, metavar="FILE",
+                           help="also write this run's results file (as run --out does)")
+        check.add_argument("--base-out", type=Path, metavar="FILE",
+                           help="also write the base commit's baseline (for re-rendering the report)")
+        check.add_argument("--include-holdout", action="store_true",
+                           help="score holdout items too (changes the measurement)")
 
-    bless = commands.add_parser("bless", help="write the baseline (atomically), justified where "
-                                             "the gate requires it")
-    _common(bless)
-    bless.add_argument("--justification", metavar="TEXT",
-                       help="why the breaches against the base baseline are accepted")
-    bless.add_argument("--base-ref", metavar="REV", help="base commit (default: auto-detected)")
-    bless.add_argument("--results", type=Path, metavar="FILE",
-                       help="bless an earlier run's results file (check --out, run --out) "
-                            "instead of running the suites again")
+    if want("bless"):
+        bless = commands.add_parser("bless", help="write the baseline (atomically), justified where "
+                                                 "the gate requires it")
+        _common(bless)
+        bless.add_argument("--justification", metavar="TEXT",
+                           help="why the breaches against the base baseline are accepted")
+        bless.add_argument("--base-ref", metavar="REV", help="base commit (default: auto-detected)")
+        bless.add_argument("--results", type=Path, metavar="FILE",
+                           help="bless an earlier run's results file (check --out, run --out) "
+                                "instead of running the suites again")
 
-    comment = commands.add_parser("comment", help="post or update the sticky PR comment")
-    comment.add_argument("--report", type=Path, metavar="FILE",
-                         help="Markdown to post as it is (cut to the comment limit)")
-    comment.add_argument("--verdict", type=Path, metavar="FILE",
-                         help="verdict JSON (check --json): the comment is rendered from data")
-    comment.add_argument("--results", type=Path, metavar="FILE",
-                         help="results JSON of the run the verdict is about")
-    comment.add_argument("--base", type=Path, metavar="FILE",
-                         help="base baseline the verdict compared with (check --base-out)")
-    comment.add_argument("--from-artifact", type=Path, metavar="DIR",
-                         help="workflow_run mode: validate results.json, verdict.json and "
-                              "base.json in DIR, find the PR by its head sha, re-render")
-    comment.add_argument("--key", default=None,
-                         help="comment key, for several gates in one repo (default: $MEMBENCH_COMMENT_KEY, "
-                              "else default)")
-    comment.add_argument("--mode", choices=("update", "recreate", "off"), default=None,
-                         help="update, recreate, or off (default: $MEMBENCH_COMMENT, else update)")
-    comment.add_argument("--debug", action="store_true", help="show tracebacks")
+    if want("comment"):
+        comment = commands.add_parser("comment", help="post or update the sticky PR comment")
+        comment.add_argument("--report", type=Path, metavar="FILE",
+                             help="Markdown to post as it is (cut to the comment limit)")
+        comment.add_argument("--verdict", type=Path, metavar="FILE",
+                             help="verdict JSON (check --json): the comment is rendered from data")
+        comment.add_argument("--results", type=Path, metavar="FILE",
+                             help="results JSON of the run the verdict is about")
+        comment.add_argument("--base", type=Path, metavar="FILE",
+                             help="base baseline the verdict compared with (check --base-out)")
+        comment.add_argument("--from-artifact", type=Path, metavar="DIR",
+                             help="workflow_run mode: validate results.json, verdict.json and "
+                                  "base.json in DIR, find the PR by its head sha, re-render")
+        comment.add_argument("--key", default=None,
+                             help="comment key, for several gates in one repo "
+                                  "(default: $MEMBENCH_COMMENT_KEY, else default)")
+        comment.add_argument("--mode", choices=("update", "recreate", "off"), default=None,
+                             help="update, recreate, or off (default: $MEMBENCH_COMMENT, else update)")
+        comment.add_argument("--debug", action="store_true", help="show tracebacks")
 
-    init = commands.add_parser("init", help="scaffold membench.toml, an adapter stub and the "
-                                            "workflow in this repository")
-    _common(init)
-    kind = init.add_mutually_exclusive_group()
-    kind.add_argument("--python", dest="rpc", action="store_false",
-                      help="a Python adapter class, served by the gate (default)")
-    kind.add_argument("--command", dest="rpc", action="store_true",
-                      help="an adapter process speaking JSON-RPC over stdio (any language)")
-    init.set_defaults(rpc=False)
+    if want("init"):
+        init = commands.add_parser("init", help="scaffold membench.toml, an adapter stub and the "
+                                                "workflow in this repository")
+        _common(init)
+        kind = init.add_mutually_exclusive_group()
+        kind.add_argument("--python", dest="rpc", action="store_false",
+                          help="a Python adapter class, served by the gate (default)")
+        kind.add_argument("--command", dest="rpc", action="store_true",
+                          help="an adapter process speaking JSON-RPC over stdio (any language)")
+        init.set_defaults(rpc=False)
 
-    show = commands.add_parser("show", help="one item: what was asked, the gold, what came back, "
-                                           "base vs head")
-    _common(show)
-    show.add_argument("target", metavar="CELL#ID", help="e.g. veto/files_known#scn-003")
-    show.add_argument("--results", type=Path, metavar="FILE",
-                      help="read the item from a results file instead of running its suite")
-    show.add_argument("--base-ref", metavar="REV", help="base commit (default: auto-detected)")
-    doctor = commands.add_parser("doctor", help="check the adapter against the protocol")
-    _common(doctor)
-    imp = commands.add_parser(
-        "import", help="fixture folders from the data sets memory teams already have",
-        description="Convert your own copy of a published data set into a fixture folder "
-                    "(never bundled). vetobench CORPUS SCENARIOS · veribench ANSWERABLE.jsonl "
-                    "UNANSWERABLE.jsonl · longmemeval FILE · locomo FILE")
-    imp.add_argument("format", choices=("vetobench", "veribench", "longmemeval", "locomo"))
-    imp.add_argument("sources", nargs="+", type=Path, metavar="SRC")
-    imp.add_argument("--out", type=Path, required=True, metavar="DIR",
-                     help="fixture folder to write (with SOURCE.json)")
-    imp.add_argument("--debug", action="store_true", help="show tracebacks")
+    if want("show"):
+        show = commands.add_parser("show", help="one item: what was asked, the gold, what came back, "
+                                               "base vs head")
+        _common(show)
+        show.add_argument("target", metavar="CELL#ID", help="e.g. veto/files_known#scn-003")
+        show.add_argument("--results", type=Path, metavar="FILE",
+                          help="read the item from a results file instead of running its suite")
+        show.add_argument("--base-ref", metavar="REV", help="base commit (default: auto-detected)")
+    if want("doctor"):
+        doctor = commands.add_parser("doctor", help="check the adapter against the protocol")
+        _common(doctor)
+    if want("import"):
+        imp = commands.add_parser(
+            "import", help="fixture folders from the data sets memory teams already have",
+            description="Convert your own copy of a published data set into a fixture folder "
+                        "(never bundled). vetobench CORPUS SCENARIOS · veribench ANSWERABLE.jsonl "
+                        "UNANSWERABLE.jsonl · longmemeval FILE · locomo FILE")
+        imp.add_argument("format", choices=("vetobench", "veribench", "longmemeval", "locomo"))
+        imp.add_argument("sources", nargs="+", type=Path, metavar="SRC")
+        imp.add_argument("--out", type=Path, required=True, metavar="DIR",
+                         help="fixture folder to write (with SOURCE.json)")
+        imp.add_argument("--debug", action="store_true", help="show tracebacks")
 
-    selftest = commands.add_parser("selftest",
-                                   help="prove every gated metric can fail: run mutants of the adapter")
-    _common(selftest)
-    selftest.add_argument("--json", type=Path, metavar="FILE",
-                          help="also write the selftest's data as JSON (the action reads it)")
-    selftest.add_argument("--mutant", action="append", default=[], metavar="NAME",
-                          help="run only this mutant (repeatable; default: all)")
+    if want("selftest"):
+        selftest = commands.add_parser("selftest",
+                                       help="prove every gated metric can fail: run mutants of the adapter")
+        _common(selftest)
+        selftest.add_argument("--json", type=Path, metavar="FILE",
+                              help="also write the selftest's data as JSON (the action reads it)")
+        selftest.add_argument("--mutant", action="append", default=[], metavar="NAME",
+                              help="run only this mutant (repeatable; default: all)")
 
-    explain = commands.add_parser("explain", help="the metric glossary")
-    explain.add_argument("metric", nargs="?", help="one metric (default: all)")
-    explain.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
+    if want("explain"):
+        explain = commands.add_parser("explain", help="the metric glossary")
+        explain.add_argument("metric", nargs="?", help="one metric (default: all)")
+        explain.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
     return parser
 
 
@@ -379,9 +396,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             _settle(stream)
 
 
+def _command_of(argv: list[str]) -> str | None:
+    """The command ``argv`` names, when it names a known one first (else the full parser reports
+    what is wrong, with the list of commands)."""
+    return argv[0] if argv and argv[0] in COMMANDS else None
+
+
 def _dispatch(argv: list[str], debug: bool) -> int:
     try:
-        args = build_parser().parse_args(argv)
+        args = build_parser(_command_of(argv)).parse_args(argv)
     except GateError as exc:
         _say(f"membench-gate: error: {exc}")
         return exc.exit_code

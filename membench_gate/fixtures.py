@@ -9,8 +9,6 @@ never a silently lower score.
 from __future__ import annotations
 
 import functools
-import hashlib
-import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -21,18 +19,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from membench_gate.errors import GateError
-from membench_gate.results import load_json, read_text, validation_message
-
-BUILTIN = "builtin"
-
-
-def data_dir() -> Path:
-    """Folder holding ``fixtures/`` and ``templates/``: inside the wheel, or the source checkout."""
-    here = Path(__file__).resolve().parent  # the package's folder (no importlib.resources import)
-    packaged = here / "_data"
-    if (packaged / "fixtures").is_dir():
-        return packaged
-    return here.parent
+from membench_gate.measurement import FixtureFile, digest, suite_files
+from membench_gate.results import validation_message
 
 
 def parse_time(value: str, where: str) -> datetime:
@@ -250,15 +238,6 @@ class RecallQuery(_Item):
         return value
 
 
-@dataclass(frozen=True)
-class FixtureFile:
-    """One file of a suite's fixtures: a stable label (for hashing) and its parsed JSON."""
-
-    label: str
-    path: Path
-    data: Any
-
-
 @dataclass
 class SuiteFixtures:
     """Everything a suite reads: validated items, the files they came from, item digests."""
@@ -282,26 +261,6 @@ class SuiteFixtures:
     def label(self, ident: str) -> str:
         """The file an item came from, for error messages."""
         return next((label for i, label in self.origins if i == ident), f"fixtures/{self.suite}")
-
-
-def canonical_bytes(data: Any) -> bytes:
-    """Formatting-independent bytes of a fixture's JSON (hashing ignores whitespace and key order)."""
-    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
-
-
-def digest(payload: Any) -> str:
-    return hashlib.sha256(canonical_bytes(payload)).hexdigest()[:16]
-
-
-def _read_json(path: Path, label: str) -> Any:
-    return load_json(read_text(path, label, "fixture file"), label)
-
-
-def _folder(entry: str, suite: str, base_dir: Path) -> tuple[Path, str]:
-    if entry == BUILTIN:
-        return data_dir() / "fixtures" / suite, f"fixtures/{suite}"
-    folder = (base_dir / entry).resolve()
-    return folder, entry.rstrip("/")
 
 
 def _items(model: type[BaseModel], raw: Any, label: str, key: str = "id") -> list[Any]:
@@ -335,11 +294,9 @@ def load_suite(suite: str, entries: list[str], base_dir: Path, include_holdout: 
     loader = {"veto": _load_veto, "abstention": _load_abstention, "push": _load_push,
               "writeback": _load_writeback, "recall": _load_recall}[suite]
     fixtures = SuiteFixtures(suite=suite, files=[])
-    for entry in entries:
-        folder, label = _folder(entry, suite, base_dir)
-        if not folder.is_dir():
-            raise GateError(f"suites.{suite}.fixtures: folder {entry!r} not found ({label})")
-        loader(fixtures, folder, label)
+    for files in suite_files(suite, entries, base_dir):
+        fixtures.files += files
+        loader(fixtures, files)
     _VALIDATE[suite](fixtures, include_holdout)
     if not fixtures.digests:
         raise GateError(
@@ -349,52 +306,35 @@ def load_suite(suite: str, entries: list[str], base_dir: Path, include_holdout: 
     return fixtures
 
 
-def _add(fixtures: SuiteFixtures, path: Path, label: str) -> Any:
-    data = _read_json(path, label)
-    fixtures.files.append(FixtureFile(label, path, data))
-    return data
+def _load_array(fx: SuiteFixtures, file: FixtureFile, model: type[BaseModel]) -> list[Any]:
+    """The items of a file that is a JSON array of ``model`` items, in order."""
+    items = _items(model, file.data, file.label)
+    fx.origins += [(item.id, file.label) for item in items]
+    return items
 
 
-def _load_arrays(fx: SuiteFixtures, folder: Path, label: str,
-                 *files: tuple[str, type[BaseModel]]) -> list[list[Any]]:
-    """The items of each named file of a folder (a JSON array of ``model`` items), in order."""
+def _load_documents(fx: SuiteFixtures, files: list[FixtureFile], model: type[BaseModel],
+                    what: str) -> list[Any]:
+    """One ``model`` object per file (a conversation, a session)."""
     loaded = []
-    for name, model in files:
-        file_label = f"{label}/{name}"
-        items = _items(model, _add(fx, folder / name, file_label), file_label)
-        fx.origins += [(item.id, file_label) for item in items]
-        loaded.append(items)
-    return loaded
-
-
-def _load_documents(fx: SuiteFixtures, folder: Path, label: str, subfolder: str,
-                    model: type[BaseModel], what: str) -> list[Any]:
-    """One ``model`` object per ``*.json`` file of ``subfolder`` (a conversation, a session), in
-    file name order."""
-    directory = folder / subfolder
-    if not directory.is_dir():
-        raise GateError(f"{label}/{subfolder}: folder not found")
-    loaded = []
-    for path in sorted(directory.glob("*.json")):
-        file_label = f"{label}/{subfolder}/{path.name}"
-        raw = _add(fx, path, file_label)
-        if not isinstance(raw, dict):
-            raise GateError(f"{file_label}: expected a JSON object (one {what})")
+    for file in files:
+        if not isinstance(file.data, dict):
+            raise GateError(f"{file.label}: expected a JSON object (one {what})")
         try:
-            document = model.model_validate(raw)
+            document = model.model_validate(file.data)
         except ValidationError as exc:
-            raise GateError(validation_message(file_label, exc)) from exc
+            raise GateError(validation_message(file.label, exc)) from exc
         loaded.append(document)
-        fx.origins.append((document.id, file_label))
+        fx.origins.append((document.id, file.label))
     return loaded
 
 
-def _load_veto(fx: SuiteFixtures, folder: Path, label: str) -> None:
-    (decisions,) = _load_arrays(fx, folder, label, ("decisions.json", Decision))
-    slabel = f"{label}/scenarios.json"
-    raw = _add(fx, folder / "scenarios.json", slabel)
+def _load_veto(fx: SuiteFixtures, files: list[FixtureFile]) -> None:
+    decisions_file, scenarios_file = files
+    decisions = _load_array(fx, decisions_file, Decision)
+    slabel = scenarios_file.label
     try:
-        head = ScenarioFile.model_validate(raw)
+        head = ScenarioFile.model_validate(scenarios_file.data)
     except ValidationError as exc:
         raise GateError(validation_message(slabel, exc)) from exc
     except ValueError as exc:
@@ -406,26 +346,24 @@ def _load_veto(fx: SuiteFixtures, folder: Path, label: str) -> None:
     fx.origins += [(s.id, slabel) for s, _ in scenarios]
 
 
-def _load_abstention(fx: SuiteFixtures, folder: Path, label: str) -> None:
-    facts, probes = _load_arrays(fx, folder, label, ("facts.json", Fact), ("probes.json", Probe))
-    fx.facts += facts
-    fx.probes += probes
+def _load_abstention(fx: SuiteFixtures, files: list[FixtureFile]) -> None:
+    facts_file, probes_file = files
+    fx.facts += _load_array(fx, facts_file, Fact)
+    fx.probes += _load_array(fx, probes_file, Probe)
 
 
-def _load_push(fx: SuiteFixtures, folder: Path, label: str) -> None:
-    fx.conversations += _load_documents(fx, folder, label, "conversations", Conversation,
-                                        "conversation")
+def _load_push(fx: SuiteFixtures, files: list[FixtureFile]) -> None:
+    fx.conversations += _load_documents(fx, files, Conversation, "conversation")
 
 
-def _load_writeback(fx: SuiteFixtures, folder: Path, label: str) -> None:
-    fx.sessions += _load_documents(fx, folder, label, "sessions", WritebackSession, "session")
+def _load_writeback(fx: SuiteFixtures, files: list[FixtureFile]) -> None:
+    fx.sessions += _load_documents(fx, files, WritebackSession, "session")
 
 
-def _load_recall(fx: SuiteFixtures, folder: Path, label: str) -> None:
-    corpus, queries = _load_arrays(fx, folder, label, ("corpus.json", CorpusItem),
-                                   ("queries.json", RecallQuery))
-    fx.history += corpus
-    fx.queries += queries
+def _load_recall(fx: SuiteFixtures, files: list[FixtureFile]) -> None:
+    corpus_file, queries_file = files
+    fx.history += _load_array(fx, corpus_file, CorpusItem)
+    fx.queries += _load_array(fx, queries_file, RecallQuery)
 
 
 def _label(fx: SuiteFixtures, ident: str) -> str:
@@ -660,19 +598,3 @@ def _validate_recall(fx: SuiteFixtures, include_holdout: bool) -> None:
 
 _VALIDATE = {"veto": _validate_veto, "abstention": _validate_abstention, "push": _validate_push,
              "writeback": _validate_writeback, "recall": _validate_recall}
-
-
-def fixtures_hash(include_holdout: bool,
-                  suites: list[tuple[str, int, dict[str, Any], list[FixtureFile]]]) -> str:
-    """sha256 over the measurement: holdout flag, then per suite (name order) its name, scorer
-    version, canonical options and each fixture file's canonical bytes in path order."""
-    h = hashlib.sha256()
-    h.update(b"membench-gate fixtures v1\n")
-    h.update(f"include_holdout={str(include_holdout).lower()}\n".encode())
-    for name, version, options, files in sorted(suites, key=lambda s: s[0]):
-        h.update(f"suite={name}\nscorer={version}\n".encode())
-        h.update(canonical_bytes(options) + b"\n")
-        for file in sorted(files, key=lambda f: f.label):
-            h.update(f"file={file.label}\n".encode())
-            h.update(hashlib.sha256(canonical_bytes(file.data)).hexdigest().encode() + b"\n")
-    return h.hexdigest()

@@ -15,7 +15,7 @@ from pathlib import Path
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from membench_gate.errors import GateError
-from membench_gate.fixtures import data_dir
+from membench_gate.measurement import data_dir
 from membench_gate.results import write_atomic
 
 WORKFLOW = Path(".github/workflows/membench-gate.yml")

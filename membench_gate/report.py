@@ -25,7 +25,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
 from membench_gate import findings, metrics
-from membench_gate.fixtures import data_dir
+from membench_gate.measurement import data_dir
 from membench_gate.results import Baseline, Results, round4
 from membench_gate.summary import metric_text
 from membench_gate.verdict import Breach, Breaches, ItemBreaches, Verdict

@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Any, TextIO
 from membench_gate import __version__
 from membench_gate.config import Config
 from membench_gate.errors import GateError
-from membench_gate.fixtures import SuiteFixtures, digest, fixtures_hash, load_suite
+from membench_gate.fixtures import SuiteFixtures, load_suite
+from membench_gate.measurement import digest, hash_of
 from membench_gate.results import SCHEMA_VERSION, Cell, Results
 from membench_gate.shard import Shard
 from membench_gate.suites import Progress, registry
@@ -84,18 +85,12 @@ def progress_reporter(stream: TextIO | None = None) -> Progress:
 
 def load_fixtures(config: Config) -> tuple[str, dict[str, SuiteFixtures]]:
     """The fixtures hash and the loaded, validated fixtures of every enabled suite of ``config``
-    (nothing is run: this is what a run measures with, and what ``check --results`` verifies a
-    results file against)."""
-    suites = registry()
+    (nothing is run: this is what a run measures with)."""
     loaded = {
         name: load_suite(name, options.fixtures, config.base_dir, config.include_holdout)
         for name, options in config.suites.items()
     }
-    digest = fixtures_hash(config.include_holdout, [
-        (name, suites[name].SCORER_VERSION, config.suite_record(name), loaded[name].files)
-        for name in loaded
-    ])
-    return digest, loaded
+    return hash_of(config, {name: fixtures.files for name, fixtures in loaded.items()}), loaded
 
 
 def cell_digests(fixtures: SuiteFixtures, items: dict[str, Any]) -> dict[str, str]:

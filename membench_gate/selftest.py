@@ -131,7 +131,7 @@ def sensitivity_markdown(report: SelftestReport) -> str:
     """The scoreboard's one-line piece: ``gate sensitivity N/N``, naming blind metrics."""
     from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
-    from membench_gate.fixtures import data_dir
+    from membench_gate.measurement import data_dir
     from membench_gate.report import escape_md
 
     env = Environment(loader=FileSystemLoader(str(data_dir() / "templates")),

@@ -18,6 +18,7 @@ from conftest import SMALL_FACTS, SMALL_PROBES, run_cli
 
 from membench_gate.config import parse_config
 from membench_gate.fixtures import load_suite
+from membench_gate.measurement import measurement_hash
 from membench_gate.reference import tokenize
 from membench_gate.runner import load_fixtures
 
@@ -265,7 +266,20 @@ def _hash(tmp_path: Path, k: int = 5, lambdas: str = "[1, 2, 5, 10]", budget: in
         f'[suites.push]\nfixtures = ["fx/push"]\nbudget = {budget}\n'
         f"[gate]\ninclude_holdout = {str(include_holdout).lower()}\n"
     )
-    return load_fixtures(parse_config(text, tmp_path / "membench.toml"))
+    config = parse_config(text, tmp_path / "membench.toml")
+    digest, loaded = load_fixtures(config)
+    assert measurement_hash(config) == digest  # what check --results computes from the files
+    return digest, loaded
+
+
+@pytest.mark.parametrize("include_holdout", [False, True])
+def test_the_hash_of_the_files_alone_is_the_hash_a_run_records(include_holdout: bool) -> None:
+    # check --results hashes the fixture files without validating them: for every suite (named
+    # files and per-document folders alike) it must come to the hash of a validating load.
+    config = parse_config((REPO / "membench.toml").read_text(encoding="utf-8"),
+                          REPO / "membench.toml").with_holdout(include_holdout)
+    assert set(config.suites) == {"veto", "abstention", "push", "writeback", "recall"}
+    assert measurement_hash(config) == load_fixtures(config)[0]
 
 
 def test_hash_ignores_formatting_but_not_content(tmp_path: Path) -> None:

@@ -74,7 +74,7 @@ def test_installed_wheel_runs_from_an_unrelated_directory(installed: Path, tmp_p
     elsewhere.mkdir()
     out = tmp_path / "r.json"
 
-    where = python("-c", "import membench_gate, membench_gate.fixtures as f; "
+    where = python("-c", "import membench_gate, membench_gate.measurement as f; "
                          "print(membench_gate.__file__); print(f.data_dir())",
                    cwd=elsewhere, pythonpath=installed)
     assert where.returncode == 0, where.stderr
@@ -122,7 +122,8 @@ def test_heavy_imports_stay_lazy(body: str) -> None:
 
 def test_checking_a_results_file_imports_no_adapter_machinery(tmp_path: Path) -> None:
     # check --results reads files and git: no numpy, no fuzzy matching (no justification to
-    # judge), no adapter client, no GitHub or GitPython.
+    # judge), no adapter client, no GitHub or GitPython, and neither the runner nor the suites
+    # and their fixture schemas (the fixtures are checked by their hash alone).
     from conftest import bless, run_cli, seed_repo
 
     config = (REPO / "membench.toml").read_text(encoding="utf-8")
@@ -134,7 +135,9 @@ def test_checking_a_results_file_imports_no_adapter_machinery(tmp_path: Path) ->
              "code = main(['check', '--results', 'r.json'])\n"
              "assert code == 0, code\n"
              "print(sorted(m for m in sys.modules if m.split('.')[0] in "
-             "{'numpy', 'rapidfuzz', 'github', 'git'} or m == 'membench_gate.rpc'))\n")
+             "{'numpy', 'rapidfuzz', 'github', 'git'} or m in {'membench_gate.rpc', "
+             "'membench_gate.runner', 'membench_gate.fixtures'} "
+             "or m.startswith('membench_gate.suites.')))\n")
     proc = python("-c", probe, cwd=repo, pythonpath=REPO)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip().splitlines()[-1] == "[]"

@@ -162,7 +162,7 @@ def test_comment_stays_under_the_limit_with_100000_newly_failed_items() -> None:
 
 
 def test_template_is_the_shipped_one() -> None:
-    from membench_gate.fixtures import data_dir
+    from membench_gate.measurement import data_dir
 
     assert (data_dir() / "templates" / "scoreboard.md.j2").is_file()
     assert Path(__file__).resolve().parent.parent.joinpath("templates/scoreboard.md.j2").is_file()

@@ -25,12 +25,18 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from membench_gate.adapter import Hit
+if TYPE_CHECKING:
+    from membench_gate.adapter import Hit
+
 
 Progress = Callable[[str, int, int], None]
 Records = dict[str, dict[str, dict[str, Any]]]  # cell -> item id -> what the item recorded
+
+# Each suite's scorer version, bumped when its scoring changes (which makes the next run a corpus
+# change). Listed here so the fixtures hash needs no scorer imported; each module re-exports its own.
+SCORER_VERSIONS = {"abstention": 2, "push": 1, "recall": 1, "veto": 2, "writeback": 1}
 
 
 @dataclass

@@ -23,12 +23,12 @@ from membench_gate.config import AbstentionOptions
 from membench_gate.fixtures import Probe, SuiteFixtures
 from membench_gate.metrics import net_metric
 from membench_gate.seeded import permutation
-from membench_gate.suites import Progress, Records, SuiteRun, hit_list, outcome, ratio
+from membench_gate.suites import SCORER_VERSIONS, Progress, Records, SuiteRun, hit_list, outcome, ratio
 
 if TYPE_CHECKING:  # only for annotations: checking a results file never imports the client
     from membench_gate.rpc import SuiteSession
 
-SCORER_VERSION = 2
+SCORER_VERSION = SCORER_VERSIONS["abstention"]
 # The controls are judged from the records of abstention/default: a merge recomputes them.
 DERIVED = frozenset({"abstention/control_floor_off", "abstention/control_shuffled"})
 

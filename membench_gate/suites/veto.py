@@ -20,12 +20,12 @@ from typing import TYPE_CHECKING, Any
 from membench_gate.adapter import Query, Record
 from membench_gate.config import VetoOptions
 from membench_gate.fixtures import SuiteFixtures, parse_time, predecessors
-from membench_gate.suites import Progress, Records, SuiteRun, hit_list, outcome, ratio
+from membench_gate.suites import SCORER_VERSIONS, Progress, Records, SuiteRun, hit_list, outcome, ratio
 
 if TYPE_CHECKING:  # only for annotations: checking a results file never imports the client
     from membench_gate.rpc import SuiteSession
 
-SCORER_VERSION = 2
+SCORER_VERSION = SCORER_VERSIONS["veto"]
 CONDITIONS = ("files_known", "files_unknown")
 
 

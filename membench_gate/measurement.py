@@ -1,0 +1,126 @@
+"""What a run measures with: the fixture files each suite reads, and ``fixtures_hash`` over them.
+
+Kept apart from the fixture schemas (:mod:`membench_gate.fixtures`) so that ``check --results``
+can tell whether a results file was measured on the working tree's fixtures, options and scorers
+by hashing the files alone, without importing or building the schemas. Equal hashes mean the very
+bytes that the producing run validated.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from membench_gate.errors import GateError
+from membench_gate.results import load_json, read_text
+from membench_gate.suites import SCORER_VERSIONS
+
+if TYPE_CHECKING:
+    from membench_gate.config import Config
+
+BUILTIN = "builtin"
+
+# The files each suite reads from one fixture folder: named JSON files, then every ``*.json`` of a
+# subfolder (one conversation or session each) in name order.
+SUITE_FILES: dict[str, tuple[tuple[str, ...], str | None]] = {
+    "veto": (("decisions.json", "scenarios.json"), None),
+    "abstention": (("facts.json", "probes.json"), None),
+    "push": ((), "conversations"),
+    "writeback": ((), "sessions"),
+    "recall": (("corpus.json", "queries.json"), None),
+}
+
+
+def data_dir() -> Path:
+    """Folder holding ``fixtures/`` and ``templates/``: inside the wheel, or the source checkout."""
+    here = Path(__file__).resolve().parent  # the package's folder (no importlib.resources import)
+    packaged = here / "_data"
+    if (packaged / "fixtures").is_dir():
+        return packaged
+    return here.parent
+
+
+@dataclass(frozen=True)
+class FixtureFile:
+    """One file of a suite's fixtures: a stable label (for hashing) and its parsed JSON."""
+
+    label: str
+    path: Path
+    data: Any
+
+
+def canonical_bytes(data: Any) -> bytes:
+    """Formatting-independent bytes of a fixture's JSON (hashing ignores whitespace and key order)."""
+    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def digest(payload: Any) -> str:
+    return hashlib.sha256(canonical_bytes(payload)).hexdigest()[:16]
+
+
+def suite_files(suite: str, entries: list[str], base_dir: Path) -> list[list[FixtureFile]]:
+    """The parsed JSON files of each of a suite's fixture folders, in the order the suite reads
+    them; nothing is validated beyond being JSON."""
+    names, subfolder = SUITE_FILES[suite]
+    folders = []
+    for entry in entries:
+        folder, label = _folder(entry, suite, base_dir)
+        if not folder.is_dir():
+            raise GateError(f"suites.{suite}.fixtures: folder {entry!r} not found ({label})")
+        paths = [(folder / name, f"{label}/{name}") for name in names]
+        if subfolder is not None:
+            directory = folder / subfolder
+            if not directory.is_dir():
+                raise GateError(f"{label}/{subfolder}: folder not found")
+            paths += [(path, f"{label}/{subfolder}/{path.name}")
+                      for path in sorted(directory.glob("*.json"))]
+        folders.append([FixtureFile(name, path, _read_json(path, name)) for path, name in paths])
+    return folders
+
+
+def _folder(entry: str, suite: str, base_dir: Path) -> tuple[Path, str]:
+    if entry == BUILTIN:
+        return data_dir() / "fixtures" / suite, f"fixtures/{suite}"
+    folder = (base_dir / entry).resolve()
+    return folder, entry.rstrip("/")
+
+
+def _read_json(path: Path, label: str) -> Any:
+    return load_json(read_text(path, label, "fixture file"), label)
+
+
+def fixtures_hash(include_holdout: bool,
+                  suites: list[tuple[str, int, dict[str, Any], list[FixtureFile]]]) -> str:
+    """sha256 over the measurement: holdout flag, then per suite (name order) its name, scorer
+    version, canonical options and each fixture file's canonical bytes in path order."""
+    h = hashlib.sha256()
+    h.update(b"membench-gate fixtures v1\n")
+    h.update(f"include_holdout={str(include_holdout).lower()}\n".encode())
+    for name, version, options, files in sorted(suites, key=lambda s: s[0]):
+        h.update(f"suite={name}\nscorer={version}\n".encode())
+        h.update(canonical_bytes(options) + b"\n")
+        for file in sorted(files, key=lambda f: f.label):
+            h.update(f"file={file.label}\n".encode())
+            h.update(hashlib.sha256(canonical_bytes(file.data)).hexdigest().encode() + b"\n")
+    return h.hexdigest()
+
+
+def hash_of(config: Config, files: Mapping[str, list[FixtureFile]]) -> str:
+    """``fixtures_hash`` of ``config`` over the files of each enabled suite."""
+    return fixtures_hash(config.include_holdout, [
+        (name, SCORER_VERSIONS[name], config.suite_record(name), files[name]) for name in files
+    ])
+
+
+def measurement_hash(config: Config) -> str:
+    """``fixtures_hash`` of ``config`` read from the files alone (no item is validated): what
+    ``check --results`` compares a results file's hash with."""
+    return hash_of(config, {
+        name: [file for folder in suite_files(name, options.fixtures, config.base_dir)
+               for file in folder]
+        for name, options in config.suites.items()
+    })
