@@ -1,5 +1,5 @@
 """``python -m membench_gate``."""
 
-from membench_gate.cli import main
+from membench_gate.cli import console
 
-raise SystemExit(main())
+console()

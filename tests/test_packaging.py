@@ -61,7 +61,7 @@ def test_wheel_ships_fixtures_templates_and_entry_point(wheel: Path) -> None:
     assert shipped == in_repo
     assert "membench_gate/suites/veto.py" in names
     assert not any(n.startswith("tests/") for n in names)
-    assert "membench-gate = membench_gate.cli:main" in entry_points
+    assert "membench-gate = membench_gate.cli:console" in entry_points
 
 
 def test_installed_wheel_runs_from_an_unrelated_directory(installed: Path, tmp_path: Path) -> None:
