@@ -359,6 +359,10 @@ class _Guarded:
         return getattr(self._stream, name)
 
 
+def _devnull() -> TextIO:
+    return open(os.devnull, "w", encoding="utf-8")
+
+
 def _settle(stream: TextIO | None) -> None:
     """Flush ``stream`` once more; if its reader is gone, point its descriptor at /dev/null so
     the interpreter's own flush at exit cannot fail (which would exit 120, not the verdict)."""
@@ -400,10 +404,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in argv
     real = sys.stdout, sys.stderr
-    if sys.stdout is not None:
-        sys.stdout = _Guarded(sys.stdout)  # type: ignore[assignment]
-    if sys.stderr is not None:
-        sys.stderr = _Guarded(sys.stderr)  # type: ignore[assignment]
+    # A descriptor closed by the caller (``2>&-``) leaves its stream None: the command writes to
+    # /dev/null instead, so a progress line cannot turn the verdict into an error.
+    sys.stdout = _Guarded(sys.stdout or _devnull())  # type: ignore[assignment]
+    sys.stderr = _Guarded(sys.stderr or _devnull())  # type: ignore[assignment]
     try:
         return _dispatch(argv, debug)
     finally:

@@ -56,6 +56,21 @@ def test_exit_code_survives_a_closed_stdout_and_stderr(work: Path) -> None:
         assert json.loads(out.read_text())["verdict"] == "regression"
 
 
+@pytest.mark.parametrize("redirect", ["2>&-", ">&-", ">&- 2>&-"])
+@pytest.mark.parametrize("regress", [False, True])
+def test_exit_code_survives_closed_descriptors(work: Path, redirect: str, regress: bool) -> None:
+    # Not a pipe whose reader left: the descriptor itself is closed, so Python starts with
+    # sys.stderr (or sys.stdout) None. Progress lines are written while the suites run.
+    if regress:
+        regressed(work)
+    out = work.parent / "v.json"
+    done = subprocess.run(
+        ["bash", "-c", f'"{sys.executable}" -m membench_gate check --json "{out}" {redirect}'],
+        cwd=work, env=cli_env(), capture_output=True, check=False, timeout=120)
+    expected = ("regression", 1) if regress else ("pass", 0)
+    assert (json.loads(out.read_text())["verdict"], done.returncode) == expected, redirect
+
+
 def test_exit_code_survives_head(work: Path) -> None:
     regressed(work)
     done = subprocess.run(
