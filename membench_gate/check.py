@@ -126,7 +126,7 @@ def _foreign_commit(results: Results, config: Config) -> list[str]:
             f"({made}); in CI --results must come from this commit"]
 
 
-def error_verdict(exc: BaseException, config_arg: str) -> Verdict:
+def error_verdict(exc: BaseException, config_arg: str | None) -> Verdict:
     """The verdict file of a check that could not compare: ERROR, or INCONCLUSIVE (exit 3)."""
     code = exit_code_of(exc)
     name = "inconclusive" if code == 3 else "error"

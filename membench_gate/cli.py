@@ -200,11 +200,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         if args.out:
             write_atomic(args.out, dumps_results(results))
         summary = run_summary(results, args.out)
-    except BaseException:
-        # No results: an earlier run's file must not stay behind to be gated as this one's
-        # (check, which has a verdict to give, writes it over its outputs instead).
-        if args.out:
-            args.out.unlink(missing_ok=True)
+    except BaseException as exc:
+        _replace_out(exc, args.out, str(args.config))
         raise
     finally:
         if launched is not None:
@@ -218,10 +215,23 @@ def cmd_merge(args: argparse.Namespace) -> int:
     from membench_gate.results import dumps_results, write_atomic
     from membench_gate.summary import run_summary
 
-    results = merge(load_parts(args.parts))
-    write_atomic(args.out, dumps_results(results))
+    try:
+        results = merge(load_parts(args.parts))
+        write_atomic(args.out, dumps_results(results))
+    except BaseException as exc:
+        _replace_out(exc, args.out, None)
+        raise
     print(run_summary(results, args.out))
     return 0
+
+
+def _replace_out(exc: BaseException, out: Path | None, config: str | None) -> None:
+    """A failed ``run``/``merge`` has no results to write: its ``--out`` gets the error verdict, so
+    an earlier run's file never stays behind to be merged or gated as this one's."""
+    if out is not None:
+        from membench_gate.check import error_verdict, replace_outputs
+
+        replace_outputs(error_verdict(exc, config), [out], [])
 
 
 def cmd_check(args: argparse.Namespace) -> int:

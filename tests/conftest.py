@@ -197,3 +197,11 @@ def fake_api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FakeServer]:
 
     with fake_github_process(tmp_path_factory.mktemp("fake") / "state.json") as server:
         yield server
+
+
+def assert_error_verdict(path: Path) -> None:
+    """A failed command's output file holds the error verdict: never an earlier run's file, and
+    nothing that could be read as results."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    assert (data["verdict"], data["exit_code"]) == ("error", 4), data
+    assert "cells" not in data and data["notes"], data

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SMALL_FACTS, SMALL_PROBES, run_cli
+from conftest import SMALL_FACTS, SMALL_PROBES, assert_error_verdict, run_cli
 
 from membench_gate.config import parse_config
 from membench_gate.fixtures import load_suite
@@ -357,4 +357,4 @@ def test_fixture_mistakes_are_errors_not_conversions(make_repo: Callable[..., Pa
     (repo / "fx/probes.json").write_text(json.dumps(probes))
     done = run_cli("run", "--out", "r.json", cwd=repo)
     assert done.returncode == 4 and needle in done.stderr, done.stderr
-    assert not (repo / "r.json").exists()
+    assert_error_verdict(repo / "r.json")

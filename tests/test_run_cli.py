@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REPO, run_cli, without_progress, write_config, write_json
+from conftest import REPO, assert_error_verdict, run_cli, without_progress, write_config, write_json
 
 from membench_gate.metrics import REGISTRY
 
@@ -129,7 +129,7 @@ def test_suite_filter_and_include_holdout(tmp_path: Path) -> None:
 def test_unknown_suite_filter_is_an_error(tmp_path: Path) -> None:
     out = tmp_path / "r.json"
     assert_error(run_cli("run", "--suite", "vetoo", "--out", out), "vetoo")
-    assert not out.exists()
+    assert_error_verdict(out)
 
 
 # -- bad input -----------------------------------------------------------------------------------
@@ -144,7 +144,7 @@ def test_malformed_fixture_json_names_file_line_and_column(tmp_path: Path) -> No
     out = tmp_path / "r.json"
     proc = run_cli("run", "--config", config, "--out", out, cwd=tmp_path)
     assert_error(proc, "fx/facts.json:3:15")
-    assert not out.exists()
+    assert_error_verdict(out)
 
 
 @pytest.mark.parametrize("suite", ["veto", "abstention", "push"])
@@ -172,7 +172,7 @@ def test_gold_id_that_does_not_exist(tmp_path: Path, suite: str) -> None:
     out = tmp_path / "r.json"
     proc = run_cli("run", "--config", config, "--out", out, cwd=tmp_path)
     assert_error(proc, missing, file)
-    assert not out.exists()
+    assert_error_verdict(out)
 
 
 def test_adapter_module_that_does_not_exist(tmp_path: Path) -> None:
@@ -180,7 +180,7 @@ def test_adapter_module_that_does_not_exist(tmp_path: Path) -> None:
     config = write_config(tmp_path, ABSTENTION_FX, adapter="no_such_memory_pkg:Memory")
     out = tmp_path / "r.json"
     assert_error(run_cli("run", "--config", config, "--out", out), "no_such_memory_pkg")
-    assert not out.exists()
+    assert_error_verdict(out)
 
 
 def test_adapter_module_that_raises_on_import(tmp_path: Path) -> None:
@@ -192,7 +192,7 @@ def test_adapter_module_that_raises_on_import(tmp_path: Path) -> None:
     out.write_text("previous results\n", encoding="utf-8")
     proc = run_cli("run", "--config", config, "--out", out)
     assert_error(proc, "crashing_adapter", "needs the vector-store extension")
-    assert not out.exists()  # never stale: an earlier run's file is not left to be gated
+    assert_error_verdict(out)  # never stale: an earlier run's file is not left to be gated
 
 
 def test_adapter_factory_that_raises(tmp_path: Path) -> None:
@@ -201,7 +201,7 @@ def test_adapter_factory_that_raises(tmp_path: Path) -> None:
     out = tmp_path / "r.json"
     proc = run_cli("run", "--config", config, "--out", out)
     assert_error(proc, "broken_factory", "missing API key for the vector store")
-    assert not out.exists()
+    assert_error_verdict(out)
 
 
 def _exploding_push_fixture(folder: Path) -> None:
@@ -224,7 +224,7 @@ def test_adapter_that_raises_mid_suite(tmp_path: Path, suite: str) -> None:
     out = tmp_path / "r.json"
     proc = run_cli("run", "--config", config, "--out", out, cwd=tmp_path)
     assert_error(proc, *needles)
-    assert not out.exists()
+    assert_error_verdict(out)
     assert proc.stdout == ""
 
 
@@ -234,7 +234,7 @@ def test_adapter_that_returns_the_wrong_shape(tmp_path: Path) -> None:
     out = tmp_path / "r.json"
     proc = run_cli("run", "--config", config, "--out", out)
     assert_error(proc, "search()", "abstention", "p1", "Answer")
-    assert not out.exists()
+    assert_error_verdict(out)
 
 
 def test_duplicate_ids_across_merged_folders(tmp_path: Path) -> None:
@@ -244,7 +244,7 @@ def test_duplicate_ids_across_merged_folders(tmp_path: Path) -> None:
     out = tmp_path / "r.json"
     proc = run_cli("run", "--config", config, "--out", out)
     assert_error(proc, "duplicate", "'f1'", "more/facts.json")
-    assert not out.exists()
+    assert_error_verdict(out)
 
 
 def test_merged_folders_are_scored_together(tmp_path: Path) -> None:
@@ -272,13 +272,13 @@ def test_debug_shows_the_traceback(tmp_path: Path) -> None:
     assert proc.returncode == 4
     assert "Traceback" in proc.stderr
     assert "entity index unavailable" in proc.stderr
-    assert not out.exists()
+    assert_error_verdict(out)
 
 
 def test_missing_config_file(tmp_path: Path) -> None:
     out = tmp_path / "r.json"
     assert_error(run_cli("run", "--config", tmp_path / "nope.toml", "--out", out), "nope.toml")
-    assert not out.exists()
+    assert_error_verdict(out)
 
 
 @pytest.mark.parametrize(("toml", "bad", "suggestion"), [
@@ -291,7 +291,7 @@ def test_unknown_config_key_suggests(tmp_path: Path, toml: str, bad: str, sugges
     out = tmp_path / "r.json"
     proc = run_cli("run", "--config", config, "--out", out)
     assert_error(proc, repr(bad), f"did you mean {suggestion!r}")
-    assert not out.exists()
+    assert_error_verdict(out)
 
 
 # -- usage ---------------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REPO, run_cli
+from conftest import REPO, assert_error_verdict, run_cli
 from gaterepo import blessed_origin
 from gitrepos import clone
 from hypothesis import HealthCheck, given, settings
@@ -317,7 +317,15 @@ def test_check_gates_merged_shards_and_refuses_a_part(tmp_path: Path) -> None:
     done = run_cli("merge", "part-1.json", "part-2.json", "--out", "bad.json", cwd=repo)
     assert done.returncode == 4
     assert done.stderr.startswith("membench-gate: error: part-2.json: cells.abstention/")
-    assert not (repo / "bad.json").exists()
+    assert_error_verdict(repo / "bad.json")
+
+    # A failed merge over an earlier merge's file: that file is not left to be gated as this one.
+    done = run_cli("merge", "part-1.json", "--out", "merged.json", cwd=repo)
+    assert (done.returncode, done.stderr.strip()) == (
+        4, "membench-gate: error: merge: shard 2 of 2 missing")
+    assert_error_verdict(repo / "merged.json")
+    done = run_cli("check", "--results", "merged.json", "--base-ref", "HEAD", cwd=repo)
+    assert done.returncode == 4
 
 
 def test_bad_shard_usage_exits_4(tmp_path: Path) -> None:
