@@ -47,6 +47,27 @@ class DropsHitsWhenAbstaining(ReferenceMemory):
         return Answer([] if answer.abstain else answer.hits, answer.abstain)
 
 
+class StopWords(ReferenceMemory):
+    """Conforming: like BM25 with a stop list, it finds nothing for a query that shares only
+    function words ("the", "for") with its records, and then abstains with no hits."""
+
+    STOP = {"the", "for", "and", "new", "which", "who", "where", "why", "can", "from", "off"}
+
+    def reset(self):
+        super().reset()
+        self.seen = set()
+
+    def ingest(self, records):
+        super().ingest(records)
+        self.seen |= {w for r in records for w in r.text.lower().split()}
+
+    def search(self, query):
+        words = {w.strip("?:,.") for w in query.text.lower().split()} - self.STOP
+        if not words & self.seen:
+            return Answer([], True)
+        return super().search(query)
+
+
 class Leaky(ReferenceMemory):
     """Stores and searches every source as one."""
 
@@ -117,6 +138,18 @@ def test_a_faulty_adapter_fails_exactly_its_rule(tmp_path: Path, attr: str, brok
     assert "fix: " in done.stdout
     if broken == "identical sessions":
         assert "(score desc, id)" in done.stdout
+
+
+def test_an_adapter_dropping_function_words_conforms(tmp_path: Path) -> None:
+    # It abstains with no hits on "Which vendor prints the office badges for the new building?":
+    # no content word of it is stored, so there were no candidates to return.
+    (tmp_path / "faulty.py").write_text(FAULTY)
+    (tmp_path / "membench.toml").write_text(
+        '[adapter]\npython = "faulty:StopWords"\n[adapter.options]\ntau = 0.35\n'
+        '[suites.veto]\nfixtures = ["builtin"]\n')
+    done = run_cli("doctor", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert rows(done.stdout)["when abstaining"] in ("ok", "n/a"), done.stdout
 
 
 def test_an_adapter_that_cannot_start_fails_the_handshake(tmp_path: Path) -> None:
