@@ -20,6 +20,7 @@ from pydantic import ValidationError
 
 from membench_gate.actions_env import annotation
 from membench_gate.errors import GateError
+from membench_gate.github import MARKER_ROOM
 from membench_gate.report import COMMENT_LIMIT, render
 from membench_gate.results import (
     Baseline,
@@ -34,6 +35,8 @@ from membench_gate.settings import Context, Settings
 from membench_gate.verdict import Verdict
 
 ARTIFACT_FILES = ("results.json", "verdict.json", "base.json")
+# What the body may take of a comment: the marker line comes before it.
+BODY_LIMIT = COMMENT_LIMIT - MARKER_ROOM
 # Ids are escaped like any text when rendered; here only what cannot be an id is refused.
 _BAD_ID = re.compile(r"[\x00-\x1f\x7f]")
 _MAX_ID = 300
@@ -51,7 +54,7 @@ def body_from_data(verdict: Verdict, results: Results | None, base: Baseline | N
                    extra: str = "") -> str:
     """The comment body; ``extra`` (Markdown, e.g. the selftest's line) closes it, within the
     comment limit."""
-    body = render(verdict, results, base, limit=COMMENT_LIMIT - len(extra.encode("utf-8")) - 1,
+    body = render(verdict, results, base, limit=BODY_LIMIT - len(extra.encode("utf-8")) - 1,
                   full_report="in the job summary of the gating workflow run")
     return f"{body}\n{extra}" if extra else body
 
@@ -202,14 +205,14 @@ def _body(report: Path | None, verdict: Path | None, results: Path | None, base:
         if verdict is not None:
             read_verdict(verdict)  # validated, so a broken file is an error, not ignored
         text = read_file(report).decode("utf-8", "replace")
-        if len(text.encode("utf-8")) <= COMMENT_LIMIT:
+        if len(text.encode("utf-8")) <= BODY_LIMIT:
             return text
         # Whole lines only, closing an open code fence: never a half-rendered comment.
         note = "\n_(cut to fit a comment; the full report is in the job summary)_\n"
         kept, size, fenced = [], len(note.encode()) + 8, False
         for line in text.splitlines(keepends=True):
             size += len(line.encode("utf-8"))
-            if size > COMMENT_LIMIT:
+            if size > BODY_LIMIT:
                 break
             kept.append(line)
             fenced ^= line.startswith("```")

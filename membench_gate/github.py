@@ -47,6 +47,10 @@ def marker(key: str) -> str:
     return f"{MARKER_PREFIX} key={cleaned if cleaned.strip('-') else 'default'} -->"
 
 
+# The longest marker line the comment's first line can be: the body gets the rest of the limit.
+MARKER_ROOM = len(marker("k" * 100)) + 1
+
+
 @dataclass(frozen=True)
 class CommentOutcome:
     """What happened to the sticky comment: ``action`` (created, updated, unchanged, recreated, skipped,

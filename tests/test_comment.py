@@ -60,9 +60,24 @@ def test_a_long_report_is_cut_at_a_line_and_its_code_fence_closed(fake: FakeGitH
     report.write_text("## membench-gate: PASS\n```\n" + "a line of the report\n" * 5000)
     assert comment(settings_for(fake, tmp_path), report=report) == 0
     [posted] = fake.comments_on(5)
+    assert len(posted["body"].encode("utf-8")) <= COMMENT_LIMIT  # the marker line included
     body = posted["body"].partition("\n")[2]
-    assert len(body.encode("utf-8")) <= COMMENT_LIMIT
     assert body.count("```") == 2 and "cut to fit a comment" in body
+
+
+@pytest.mark.parametrize("key", [None, "k" * 300])
+def test_a_report_at_the_limit_is_cut_to_leave_room_for_the_marker(fake: FakeGitHub,
+                                                                   tmp_path: Path,
+                                                                   key: str | None) -> None:
+    report = tmp_path / "report.md"
+    line = "a line of the report, 40 bytes long....\n"
+    report.write_text("## membench-gate: PASS\n" + line * ((COMMENT_LIMIT - 23) // len(line)))
+    assert COMMENT_LIMIT - 40 < len(report.read_bytes()) <= COMMENT_LIMIT
+    assert comment(settings_for(fake, tmp_path), report=report, key=key) == 0
+    [posted] = fake.comments_on(5)
+    assert len(posted["body"].encode("utf-8")) <= COMMENT_LIMIT
+    assert posted["body"].startswith("<!-- membench-gate:v1 key=")
+    assert "cut to fit a comment" in posted["body"]
 
 
 def test_off_and_a_run_without_a_pull_request_post_nothing(fake: FakeGitHub, tmp_path: Path,
