@@ -78,7 +78,7 @@ def test_headline_says_the_biggest_moves_in_words_and_breaches_rank_by_severity(
     assert lines[2] == ("**source-isolation violations 2 (must be 0) · veto recall@5 −24.1 pts · "
                         "NET(1) −3.1 pts · 25 items newly failing**")
     breaches = parse(to_html(markdown)).tables[0]
-    assert breaches[0] == ["", "breach", "move", "detail"]
+    assert breaches[0] == ["", "breach", "Δ", "detail"]
     assert [row[1] for row in breaches[1:]] == [
         "source-isolation violations on push/default",  # invariant
         "veto recall@5 on veto/files_known",             # −24 pts before −3 pts
