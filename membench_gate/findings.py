@@ -36,7 +36,7 @@ _SAID_BY_NUMBERS = ("metric",)
 HOW_WORDS = {
     "explicit": "given with --base-ref",
     "merge-commit-parent": "first parent of GitHub's merge commit",
-    "event-base-sha": "the pull request's base commit",
+    "event-base-sha": "the base commit the event payload names",
     "remote-default-branch": "tip of the remote's default branch",
     "local-branch": "tip of the local default branch",
 }
