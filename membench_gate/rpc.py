@@ -77,8 +77,12 @@ def adapter_environment(env: Mapping[str, str]) -> dict[str, str]:
     return {name: value for name, value in env.items() if not withheld(name)}
 
 
+class _NotJSONNumber(ValueError):
+    """``NaN``, ``Infinity`` or ``-Infinity`` in a line: Python's JSON reads them, JSON has none."""
+
+
 def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
+    raise _NotJSONNumber(f"{name} is not JSON")
 
 
 # Built once: ``json.dumps``/``json.loads`` with options build a new coder on every call.
@@ -280,6 +284,9 @@ class AdapterProcess:
                              f"output): {_excerpt(line)}")
         try:
             message = _decode(line.decode("utf-8"))
+        except _NotJSONNumber as exc:  # a response, with NaN or Infinity where a number goes
+            raise self._fail(where, f"{exc} in a response (JSON has no NaN or Infinity: send "
+                             f"finite numbers): {_excerpt(line)}") from None
         except (ValueError, RecursionError):
             raise self._fail(where, f"a line on stdout that is not JSON: {_excerpt(line)} "
                              "(stdout is for the protocol only; log to stderr)") from None

@@ -149,7 +149,7 @@ def test_a_well_behaved_scripted_adapter_runs(tmp_path: Path) -> None:
     ("duplicate", "returned twice"),
     ("unknown-id", "'never-ingested' was never ingested since the last reset"),
     ("increasing", "not best first"),
-    ("nan", "not JSON"),
+    ("nan", "NaN is not JSON in a response (JSON has no NaN or Infinity"),
     ("abstain-string", "abstain must be a boolean"),
 ])
 def test_a_misbehaving_search_is_an_error_naming_call_and_item(tmp_path: Path, mode: str,
