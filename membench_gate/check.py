@@ -224,6 +224,8 @@ def _compare(config: Config, context: Context, config_path: Path, actual: Result
         base_breaches=base.breaches,
         base_config=base.has_config,
     )
+    if base.inconclusive:  # a base baseline exists but cannot be read: no mode can be named
+        verdict.mode = None
     verdict.base = base.info
     verdict.config = str(config_path)
     return verdict, base

@@ -130,8 +130,10 @@ def test_unknown_schema_version_at_base_is_inconclusive(work: Path) -> None:
     commit(work, "future baseline", {"baselines/main.json": json.dumps(data)})
     git(work, "checkout", "-q", "-b", "pr2")
     commit(work, "restore", {"baselines/main.json": json.dumps({**data, "schema_version": 1})})
-    code, verdict, _ = verdict_of(work, "--base-ref", "main")
+    code, verdict, out = verdict_of(work, "--base-ref", "main")
     assert code == 3 and "schema_version" in verdict["notes"][0]
+    # Not a bootstrap: the base has a baseline, of a version this one cannot read.
+    assert verdict["mode"] is None and "no baseline at the base commit" not in out
 
 
 def test_zero_gated_breach_refuses_bless_and_fails_check(work: Path) -> None:
