@@ -328,7 +328,10 @@ def dumps_baseline(baseline: Baseline) -> str:
 
 
 def dumps_results(results: Results) -> str:
-    return canonical_dumps(results.model_dump(mode="json", exclude_none=True))
+    data = results.model_dump(mode="json", exclude_none=True)
+    # Every receipt key is written, null when it does not apply (no commit yet, not a shard).
+    data["receipt"] = results.receipt.model_dump(mode="json")
+    return canonical_dumps(data)
 
 
 def validation_message(label: str, exc: ValidationError) -> str:

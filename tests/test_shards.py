@@ -174,7 +174,7 @@ def test_merging_shards_gives_the_bytes_of_an_unsharded_run(records: dict[str, R
     merged = dumps_results(merge(parts[::-1]))  # the order of the parts does not matter
     assert without_receipt(merged) == without_receipt(whole)
     assert json.loads(merged)["receipt"]["merged_shards"] == count
-    assert "shard" not in json.loads(merged)["receipt"]
+    assert json.loads(merged)["receipt"]["shard"] is None  # a whole run, written as such
 
 
 # -- merge refuses what it cannot merge exactly ---------------------------------------------------
