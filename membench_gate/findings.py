@@ -300,13 +300,18 @@ class ItemStory:
     outcome: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
-    def why(self, k: int | None) -> str:
-        """One line: gold rank, abstention and what came back instead of the gold."""
+    def why(self, k: int | None, base_k: int | None = None) -> str:
+        """One line: gold rank, abstention and what came back instead of the gold. ``base_k``,
+        for an item newly failing in a ranked suite, gives the gold rank before → after: the
+        item passed at base, so its gold was in the top ``base_k`` there (a baseline keeps
+        outcomes, not ranks)."""
         parts = []
         ranked = self.came_back or []
         rank = self.rank or next((n for n, (i, _) in enumerate(ranked, 1) if i in self.gold), None)
         if self.gold:
             where = f"rank {rank}" if rank else (f"not in the top {k}" if k else "not returned")
+            if base_k:
+                where = f"in the top {base_k} at base → {where} now"
             parts.append(f"gold {', '.join(self.gold)}: {where}")
         elif "expect" in self.extra:
             parts.append(f"expected: {self.extra['expect']}")
@@ -330,6 +335,12 @@ class ItemStory:
         elif self.came_back == [] and not self.abstained:
             parts.append("nothing came back")
         return "; ".join(parts) if parts else "no detail recorded for this item"
+
+
+def option_k(results: Results | Baseline | None, cell: str) -> int | None:
+    """The ``k`` of the suite a cell belongs to, when it has one (push has a budget instead)."""
+    k = suite_options(results, cell).get("k")
+    return k if isinstance(k, int) and not isinstance(k, bool) else None
 
 
 def item_story(results: Results | None, cell: str, item: str) -> ItemStory | None:

@@ -219,12 +219,8 @@ def _net_chart(results: Results, base: Baseline | None) -> dict[str, Any] | None
     }
 
 
-def _k(results: Results, cell: str) -> int | None:
-    k = findings.suite_options(results, cell).get("k")
-    return k if isinstance(k, int) and not isinstance(k, bool) else None
-
-
-def _stories(verdict: Verdict, results: Results, level: str) -> dict[str, Any]:
+def _stories(verdict: Verdict, results: Results, base: Baseline | None, level: str
+             ) -> dict[str, Any]:
     """Newly failed items: the first few with why, the rest as ids (maybe capped). Only the
     ids shown are gathered: a million newly failing items are counted, not copied."""
     total = sum(len(ids) for ids in verdict.newly_failed.values())
@@ -239,7 +235,8 @@ def _stories(verdict: Verdict, results: Results, level: str) -> dict[str, Any]:
         if asked and len(asked) > _ASKED_CHARS:
             asked = asked[:_ASKED_CHARS].rstrip() + "…"
         explained.append({"key": f"{cell}#{item}", "asked": asked,
-                          "why": story.why(_k(results, cell)) if story else
+                          "why": story.why(findings.option_k(results, cell),
+                                          findings.option_k(base, cell)) if story else
                           "no per-item detail in these results"})
     shown = flat[INLINE_IDS:]
     groups: dict[str, list[str]] = {}
@@ -352,7 +349,7 @@ def context(verdict: Verdict, results: Results | None, base: Baseline | None, *,
         if short else 0,
         "controls": _controls(cells),
         "net": _net_chart(results, base) if not short else None,
-        "stories": _stories(verdict, results, level) if level != "minimal" else None,
+        "stories": _stories(verdict, results, base, level) if level != "minimal" else None,
         "gains": gains,
         "fixed": _id_groups(verdict.fixed, level) if level != "minimal" else [],
         "unbanked": unbanked,

@@ -91,8 +91,8 @@ def verdict_summary(verdict: Verdict, results: Results, base: object = None) -> 
         lines.append(f"  why the first newly failing items fail ({len(flat)} in all):")
         for cell, item in flat[:_EXPLAINED]:
             story = findings.item_story(results, cell, item)
-            k = findings.suite_options(results, cell).get("k")
-            why = story.why(k if isinstance(k, int) else None) if story else "no detail recorded"
+            why = story.why(findings.option_k(results, cell),
+                            findings.option_k(base_line, cell)) if story else "no detail recorded"
             lines.append(f"    {cell}#{item}: {why}")
     gains = findings.improvement_rows(verdict, results, base_line)
     for gain in gains[:_SHOWN]:

@@ -127,7 +127,9 @@ def test_newly_failed_items_say_why_and_the_rest_fold() -> None:
     assert "<details><summary>20 more newly failing items</summary>" in section
     verdict.newly_failed = {"veto/files_known": verdict.newly_failed["veto/files_known"]}
     markdown = render(verdict, head, base)
-    assert ("**veto/files\\_known#scn-001** — gold dec-002: not in the top 5; came back "
+    # The gold rank before → after: it passed at base, so its gold was in the base's top k.
+    assert ("**veto/files\\_known#scn-001** — gold dec-002: in the top 5 at base → not in the "
+            "top 5 now; came back "
             "instead: dec-003 (0.4172), dec-001 (0.3848)<br>asked: _Add a soft-delete flag for "
             "scn-001_") in markdown
 
@@ -160,7 +162,8 @@ def test_console_orders_like_the_comment_and_suggests_runnable_commands() -> Non
     assert "abstention/default#probe-000: no detail recorded" in out
     verdict.newly_failed.pop("abstention/default")
     out = verdict_summary(verdict, head, base)
-    assert "veto/files_known#scn-001: gold dec-002: not in the top 5; came back instead: " \
+    assert "veto/files_known#scn-001: gold dec-002: in the top 5 at base → not in the top 5 " \
+        "now; came back instead: " \
         "dec-003 (0.4172), dec-001 (0.3848)" in out
     for line in lines:
         if line.strip().startswith("membench-gate "):
