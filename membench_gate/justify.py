@@ -7,9 +7,9 @@ near-copy of the base baseline's justification.
 
 The checks are meant to be hard to game. Text is compared after Unicode NFKC, with marks and
 invisible characters dropped and confusable letters folded to the Latin letter they imitate
-(``uрdate bаseline`` with a Cyrillic р and а is still "update baseline"); names and repeated
-words do not count as words; a copy of the base's text with names swapped or more text appended
-is still a near-copy.
+(``uрdate bаseline`` with a Cyrillic р and а is still "update baseline"); names, repeated words,
+single letters and bare numbers do not count as words; a copy of the base's text with names
+swapped or more text appended is still a near-copy.
 
 Confusables are folded with the small table below rather than a dependency: the maintained
 libraries detect mixed scripts but do not map to a skeleton, TR39's full table is mostly
@@ -156,7 +156,9 @@ def check_justification(text: str | None, breach_keys: Iterable[str],
         return JustificationCheck(False, f"too short: {len(stripped)} characters, need {MIN_CHARS}")
     if is_placeholder(stripped, names):
         return JustificationCheck(False, "reads like a placeholder, not a reason")
-    words = len(set(_without(stripped, names).split()))
+    # A word has two letters or more: "a b c d e f" is not six words of explanation.
+    words = sum(1 for word in set(_without(stripped, names).split())
+                if sum(char.isalpha() for char in word) >= 2)
     if words < MIN_WORDS:
         return JustificationCheck(False, f"too short: {words} distinct words besides metric, "
                                          f"cell and item names, need {MIN_WORDS}")
