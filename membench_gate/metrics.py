@@ -224,6 +224,18 @@ def span(name: str) -> float:
     return 1.0 + float(match.group("lam")) if match else 1.0
 
 
+def at_worst(name: str, value: float) -> bool:
+    """Whether a rate is already at the worst value it can take (0 for a higher-is-better rate,
+    1 for a lower-is-better one, −λ for NET(λ)): no run can score it worse. Counts never are."""
+    metric = spec(name)
+    if metric.unit != "rate" or metric is _UNKNOWN:
+        return False
+    match = _NET.match(name)
+    if match:
+        return value <= -float(match.group("lam"))
+    return value <= 0 if metric.direction == "higher" else value >= 1
+
+
 def family(name: str) -> str:
     """Metrics said once in a headline: every NET(λ) is one family."""
     return "net_at_<λ>" if _NET.match(name) else name

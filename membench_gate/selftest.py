@@ -44,6 +44,9 @@ class SelftestReport(BaseModel):
     covered: int = Field(ge=0)
     total: int = Field(ge=0)
     blind: list[str]
+    # The blind metrics the unmutated run already scores at their worst value: no run can do
+    # worse, so no mutant can breach them until the memory scores above it.
+    at_worst: list[str] = Field(default_factory=list)
     metrics: dict[str, list[str]]  # cell:metric -> mutants that breach it
     kinds: dict[str, str]  # cell:metric -> gated | zero
     unmutated_breaches: list[str] = Field(default_factory=list)
@@ -88,9 +91,15 @@ def selftest(config: Config, mutants: Sequence[type[Mutant]] = MUTANTS,
     by_metric = {key: [name for name, r in results.items() if key in r.breached]
                  for key in wanted}
     blind = [key for key, names in by_metric.items() if not names]
+    worst = [key for key in blind if metrics.at_worst(*_metric_value(base, key))]
     return SelftestReport(covered=len(wanted) - len(blind), total=len(wanted), blind=blind,
-                          metrics=by_metric, kinds=wanted, unmutated_breaches=already,
-                          mutants=results)
+                          at_worst=worst, metrics=by_metric, kinds=wanted,
+                          unmutated_breaches=already, mutants=results)
+
+
+def _metric_value(baseline: Baseline, key: str) -> tuple[str, float]:
+    cell, _, name = key.rpartition(":")
+    return name, baseline.cells[cell].metrics[name]
 
 
 def render_table(report: SelftestReport) -> str:
@@ -106,7 +115,9 @@ def render_table(report: SelftestReport) -> str:
     key_width = max((len(k) for k in report.metrics), default=6)
     lines.append(f"{'metric':<{key_width}}  {'gate':<5}  breached by")
     for key, names in report.metrics.items():
-        shown = ", ".join(names) if names else "BLIND — no mutant breaches it"
+        shown = ", ".join(names) if names else (
+            "BLIND — already at its worst value in the unmutated run: no run can score worse"
+            if key in report.at_worst else "BLIND — no mutant breaches it")
         lines.append(f"{key:<{key_width}}  {report.kinds[key]:<5}  {shown}")
     if report.unmutated_breaches:
         lines.append("")
@@ -116,6 +127,9 @@ def render_table(report: SelftestReport) -> str:
     lines.append(f"gate sensitivity {report.covered}/{report.total} metrics")
     if report.blind:
         lines.append("blind metrics: " + ", ".join(report.blind))
+    if report.at_worst:
+        lines.append("at their worst already (the memory fails them entirely; the gate's "
+                     "sensitivity shows once it scores above that): " + ", ".join(report.at_worst))
     return "\n".join(lines)
 
 
@@ -139,4 +153,5 @@ def sensitivity_markdown(report: SelftestReport) -> str:
                       trim_blocks=True, lstrip_blocks=True)
     return env.get_template("selftest.md.j2").render(
         covered=report.covered, total=report.total, mutants=len(report.mutants),
-        blind=[escape_md(key) for key in report.blind])
+        blind=[escape_md(key) for key in report.blind],
+        at_worst=[escape_md(key) for key in report.at_worst])

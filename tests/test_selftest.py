@@ -87,6 +87,53 @@ def test_an_invariant_the_adapter_already_breaks_is_not_credited(tmp_path: Path)
     assert "push/default:source_isolation_violations" in data["blind"]
 
 
+FINDS_NOTHING = """
+from membench_gate import Answer
+
+
+class FindsNothing:
+    def reset(self):
+        pass
+
+    def ingest(self, records):
+        pass
+
+    def search(self, query):
+        return Answer([], True)
+"""
+
+
+def test_a_metric_already_at_its_worst_is_named_as_such(tmp_path: Path) -> None:
+    # Recall 0 in the unmutated run: no mutant can lower it, and the report says why it is blind.
+    (tmp_path / "finds_nothing.py").write_text(FINDS_NOTHING, encoding="utf-8")
+    (tmp_path / "membench.toml").write_text(
+        '[adapter]\npython = "finds_nothing:FindsNothing"\n[suites.veto]\nfixtures = ["builtin"]\n',
+        encoding="utf-8")
+    proc = run_cli("selftest", "--mutant", "reverse-ranking", "--json", tmp_path / "st.json",
+                   cwd=tmp_path)
+    assert proc.returncode == 1, proc.stderr
+    data = json.loads((tmp_path / "st.json").read_text(encoding="utf-8"))
+    worst = {"veto/files_known:veto_recall_at_k", "veto/files_unknown:veto_recall_at_k"}
+    assert worst <= set(data["at_worst"]) <= set(data["blind"])
+    assert "veto/lifecycle:stale_surfaced" not in data["at_worst"]  # 0 is its best, not worst
+    assert "BLIND — already at its worst value" in proc.stdout
+    line = sensitivity_markdown(read_report(tmp_path / "st.json"))
+    assert "Already at their worst value: veto/files\\_known:veto\\_recall\\_at\\_k" in line
+
+
+@pytest.mark.parametrize(("name", "value", "worst"), [
+    ("veto_recall_at_k", 0.0, True), ("veto_recall_at_k", 0.1, False),
+    ("false_fire_rate", 1.0, True), ("false_fire_rate", 0.9, False),
+    ("net_at_5", -5.0, True), ("net_at_5", -4.9, False), ("net_at_1", 0.0, False),
+    ("source_isolation_violations", 0.0, False), ("stale_surfaced", 0.0, False),
+])
+def test_at_worst_knows_each_metrics_direction_and_range(name: str, value: float,
+                                                         worst: bool) -> None:
+    from membench_gate.metrics import at_worst
+
+    assert at_worst(name, value) is worst
+
+
 def test_unknown_mutant_is_an_error_and_leaves_no_stale_file(tmp_path: Path) -> None:
     stale = tmp_path / "st.json"
     stale.write_text("{}")
