@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from membench_gate.settings import Context
 
 MOVED_KEY = "gate:baseline-moved"
+DEFAULT_CONFIG = "membench.toml"  # where the gate's config lives unless --config says otherwise
 
 
 @dataclass
@@ -132,13 +133,21 @@ def read_base(config: Config, base_ref: str | None, context: Context | None = No
                                 "(fetch-depth: 0)")
             return BaseSide(BaseInfo(), None, {})
         at = f"at base {base.sha[:12]}"
+        base_config = config_rel
         config_bytes = repo.read_file(base.sha, config_rel)
+        if config_bytes is None and config_rel != DEFAULT_CONFIG \
+                and not _another_gate(repo.root / DEFAULT_CONFIG, Path(config_arg)):
+            # The gate's config moved away from where the base keeps it: the base's gate is
+            # still the yardstick (its baseline and floors), never "no gate at the base". (A
+            # config still at the default path is another gate of the repository, kept.)
+            config_bytes = repo.read_file(base.sha, DEFAULT_CONFIG)
+            base_config = DEFAULT_CONFIG if config_bytes is not None else config_rel
         floors: dict[str, float] = {}
         base_baseline = head_baseline
         if config_bytes is not None:
-            label = f"{config_rel} {at}"
+            label = f"{base_config} {at}"
             relative, floors = _base_gate(_decode(config_bytes, label), label)
-            base_baseline = beside(config_rel, relative or config.baseline,
+            base_baseline = beside(base_config, relative or config.baseline,
                                    f"{label}: gate.baseline")
         data = repo.read_file(base.sha, base_baseline)
     side = BaseSide(BaseInfo(ref=base.ref, sha=base.sha, how=base.how), None, floors,
@@ -172,6 +181,14 @@ def read_base_in_repository(config: Config, base_ref: str | None, context: Conte
             raise
         return None
     return read_base(config, base_ref, context, config_arg=config_arg)
+
+
+def _another_gate(default: Path, config: Path) -> bool:
+    """Whether the work tree has a config at the default path that is not ``config`` itself."""
+    try:
+        return default.is_file() and not default.samefile(config)
+    except OSError:
+        return False
 
 
 def _decode(data: bytes, label: str) -> str:

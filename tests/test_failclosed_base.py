@@ -16,6 +16,8 @@ import pytest
 from gitrepos import bare_origin, clone, commit, git, init, pr_clone
 from memrepo import TAU_REASON, check, config_text, fixture_files, gate, memory_origin, memory_repo
 
+from membench_gate.results import dumps_baseline, parse_results
+
 FLOOR = '[floors]\n"abstention/default:net_at_1" = 0.2\n'
 
 
@@ -54,6 +56,43 @@ def test_moving_the_baseline_is_a_breach_compared_at_the_base_path(work: Path) -
                                                              "bench/new.json")
     # The base's baseline is what --base-out hands over, read at the base's path.
     assert json.loads(result.files["base.json"])["config"]["adapter"]["options"]["tau"] == 0.3
+
+
+def test_moving_the_config_away_keeps_the_base_gate_as_the_yardstick(work: Path) -> None:
+    """Issue seen: a PR that moved membench.toml into bench/, dropped the floors, raised tau and
+    blessed a baseline beside it passed in CI as a bootstrap ("baseline introduced")."""
+    (work / "bench").mkdir()
+    git(work, "rm", "-q", "membench.toml", "baselines/main.json")
+    moved = config_text(tau=0.2, extra='[gate]\nbaseline = "baseline.json"\n').replace(
+        'fixtures = ["fx"]', 'fixtures = ["../fx"]')
+    commit(work, "move the gate into bench/", {"bench/membench.toml": moved})
+    done = gate(work, "bless", "--config", "bench/membench.toml")
+    assert done.returncode == 1 and "--justification is required" in done.stderr
+    # The pull request writes the baseline beside its config itself.
+    assert gate(work, "run", "--config", "bench/membench.toml", "--out", "r.json").returncode == 0
+    results = parse_results((work / "r.json").read_bytes(), "r.json")
+    (work / "r.json").unlink()
+    commit(work, "a baseline beside it", {"bench/baseline.json": dumps_baseline(
+        results.to_baseline())})
+
+    result = check(work, "--config", "bench/membench.toml", ci=True)
+    assert result.code == 1, result.stdout + result.stderr
+    # Compared with the base's baseline, never a bootstrap; the fixtures option now reads
+    # "../fx", which is a change of the measurement like any other.
+    assert result.verdict["mode"] == "corpus-bless"
+    assert {"gate:baseline-moved", "abstention:option:fixtures"} <= set(result.breach_keys())
+    moved_breach = next(b for b in result.verdict["breaches"] if b["kind"] == "baseline-moved")
+    assert (moved_breach["base"], moved_breach["head"]) == ("baselines/main.json",
+                                                             "bench/baseline.json")
+    assert "abstention/default:net_at_1" in result.breach_keys()  # the tau regression
+
+    # With a config still at the default path, bench/ holds a second gate of the repository,
+    # new in this pull request: introduced like any first gate (rule 10), not compared with the
+    # other gate's baseline.
+    commit(work, "a second gate at the root", {"membench.toml": config_text()})
+    result = check(work, "--config", "bench/membench.toml", ci=True)
+    assert (result.code, result.verdict["mode"]) == (0, "bootstrap"), result.stdout
+    assert "gate:baseline-moved" not in result.breach_keys()
 
 
 def test_moved_baseline_without_justification_is_a_regression(work: Path) -> None:
