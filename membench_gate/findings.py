@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from membench_gate import metrics
-from membench_gate.gate import HARD_KINDS
+from membench_gate.gate import HARD_KINDS, NO_BASE_BASELINE
 from membench_gate.results import Baseline, Results, round4
 from membench_gate.verdict import Breach, Breaches, ItemBreaches, Verdict
 
@@ -437,6 +437,11 @@ def next_steps(verdict: Verdict, results: Results | None = None,
     hard = any(kind in HARD_KINDS for kind in kinds)
     keys = any(kind not in HARD_KINDS for kind in kinds)
     baseline = "the baseline file"
+    if verdict.verdict == "bless-required" and any(
+            note.startswith(NO_BASE_BASELINE) for note in verdict.notes):
+        return ["# the base branch has the gate but no baseline: bless there first, then rebase",
+                f"git switch <base branch> && membench-gate bless{cfg}",
+                f"# commit {baseline} on the base branch (or merge a pull request that does)"]
     if verdict.verdict == "bless-required":
         return ["# the measurement changed or the committed baseline does not match this run:",
                 bless_command(verdict, results, base, ranked),

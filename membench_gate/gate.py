@@ -31,6 +31,8 @@ from membench_gate.verdict import (
     VerdictName,
 )
 
+# Rule 10's refusal in CI, which a bless in the pull request cannot fix (findings reads it).
+NO_BASE_BASELINE = "the base commit has a gate config but no baseline"
 EXIT_CODES = {"pass": 0, "regression": 1, "bless-required": 2, "inconclusive": 3, "error": 4}
 HARD_KINDS = ("zero", "floor")
 
@@ -266,9 +268,9 @@ def decide(
 
     if base is None and ci and base_config:
         return _finish("regression" if hard else "bless-required", "bootstrap", breaches=hard,
-                       notes=["the base commit has a gate config but no baseline: in CI only a "
-                              "pull request that introduces the gate may bring the first "
-                              "baseline; bless and commit the baseline on the base branch"])
+                       notes=[f"{NO_BASE_BASELINE}: in CI only a pull request that introduces "
+                              "the gate may bring the first baseline; bless and commit the "
+                              "baseline on the base branch"])
     verdict = _compare(base, committed, actual, hard, allow_regression, list(base_breaches))
     if committed is not None and not committed_canonical:
         # Compared as canonical content, so a reformatted file is only worth a note.

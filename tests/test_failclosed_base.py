@@ -147,6 +147,9 @@ def test_base_with_a_config_but_no_baseline_requires_a_bless_in_ci(tmp_path: Pat
     assert result.code == 2, result.stderr
     assert result.verdict["verdict"] == "bless-required"
     assert "gate config but no baseline" in result.verdict["notes"][0]
+    # A bless in this pull request cannot fix it: the next step says where the baseline goes.
+    assert "the base branch has the gate but no baseline: bless there first" in result.stdout
+    assert "the committed baseline does not match this run" not in result.stdout
     assert result.files["base.json"] is None  # no base baseline: the decoy is gone
     local = check(work)
     assert (local.code, local.verdict["mode"]) == (0, "bootstrap")
