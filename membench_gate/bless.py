@@ -22,7 +22,7 @@ from membench_gate.results import Baseline, Justification, Results, dumps_baseli
 from membench_gate.runner import progress_reporter, run
 from membench_gate.settings import Context
 from membench_gate.summary import verdict_summary
-from membench_gate.verdict import BaseInfo
+from membench_gate.verdict import BaseInfo, JustificationResult
 
 
 def _base(config: Config, base_ref: str | None, context: Context, config_arg: Path) -> BaseSide:
@@ -74,6 +74,8 @@ def bless(config_path: Path, context: Context, *, justification: str | None = No
     probe.config = str(config_path)
     hard = breach_keys(probe, HARD_KINDS)
     if hard:
+        # No justification can bless these: the summary says what broke, not what a text lacks.
+        probe.justification_check = JustificationResult(status="not-needed")
         print(verdict_summary(probe, results, base.baseline))
         raise GateError(f"bless refused: {hard[0]} is a zero-gated invariant or floor breach, "
                         "which no justification can bless" +

@@ -161,6 +161,8 @@ def test_floor_removed_by_the_pr_is_enforced_from_the_base(origin: Path, tmp_pat
     commit(repo, "drop floor, raise tau", {"membench.toml": config_text(tau=0.9)})
     refused = run_cli("bless", "--base-ref", "floors-main", "--justification", JUSTIFICATION, cwd=repo)
     assert refused.returncode == 1 and "floor" in refused.stderr
+    # No justification can bless a floor: the summary does not ask for one.
+    assert "justification:" not in refused.stdout, refused.stdout
     code, verdict, _ = verdict_of(repo, "--base-ref", "floors-main")
     assert code == 1
     assert next(b["kind"] for b in verdict["breaches"] if b["key"].endswith(":net_at_1")) == "floor"
