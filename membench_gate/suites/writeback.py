@@ -81,7 +81,8 @@ def check_adapter(capabilities: Any) -> None:
     enabled suite that defines this right after ``initialize``)."""
     if not capabilities.write:
         raise GateError("suite writeback: the adapter does not implement write(session) "
-                        "(capabilities.write is false); implement it or remove [suites.writeback]")
+                        "(its initialize result has no capabilities.write: true); implement it or "
+                        "remove [suites.writeback]")
 
 
 def run(fx: SuiteFixtures, session: SuiteSession, options: WritebackOptions,
