@@ -47,6 +47,30 @@ class DropsHitsWhenAbstaining(ReferenceMemory):
         return Answer([] if answer.abstain else answer.hits, answer.abstain)
 
 
+class DenseDropsHits:
+    """Scores every word (no stop list, like a dense retriever) and, below its floor, abstains
+    and drops the candidates it found."""
+
+    def __init__(self, **options):
+        self.records = []
+
+    def reset(self):
+        self.records = []
+
+    def ingest(self, records):
+        self.records.extend(records)
+
+    def search(self, query):
+        words = lambda text: set("".join(c if c.isalnum() else " " for c in text.lower()).split())
+        asked = words(query.text)
+        scored = sorted(((len(asked & words(r.text)) / len(asked), r.id) for r in self.records
+                         if r.source == query.source), key=lambda s: (-s[0], s[1]))
+        hits = [Hit(i, s) for s, i in scored[:query.k] if s > 0]
+        if not hits or hits[0].score < 0.2:
+            return Answer([], True)
+        return Answer(hits, False)
+
+
 class StopWords(ReferenceMemory):
     """Conforming: like BM25 with a stop list, it finds nothing for a query that shares only
     function words ("the", "for") with its records, and then abstains with no hits."""
@@ -122,6 +146,7 @@ def test_the_reference_memory_conforms() -> None:
 @pytest.mark.parametrize(("attr", "broken"), [
     ("TiesInArbitraryOrder", "identical sessions"),
     ("DropsHitsWhenAbstaining", "when abstaining"),
+    ("DenseDropsHits", "when abstaining"),
     ("Leaky", "another source"),
     ("NeverForgets", "reset empties"),
 ])
