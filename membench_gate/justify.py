@@ -8,7 +8,7 @@ near-copy of the base baseline's justification.
 The checks are meant to be hard to game. Text is compared after Unicode NFKC, with marks and
 invisible characters dropped and confusable letters folded to the Latin letter they imitate
 (``uрdate bаseline`` with a Cyrillic р and а is still "update baseline"); names, repeated words,
-single letters and bare numbers do not count as words; a copy of the base's text with names
+lone Latin letters and bare numbers do not count as words; a copy of the base's text with names
 swapped or more text appended is still a near-copy.
 
 Confusables are folded with the small table below rather than a dependency: the maintained
@@ -156,9 +156,10 @@ def check_justification(text: str | None, breach_keys: Iterable[str],
         return JustificationCheck(False, f"too short: {len(stripped)} characters, need {MIN_CHARS}")
     if is_placeholder(stripped, names):
         return JustificationCheck(False, "reads like a placeholder, not a reason")
-    # A word has two letters or more: "a b c d e f" is not six words of explanation.
+    # A lone Latin letter or a bare number is not a word: "a b c d e f 1 2" explains nothing.
+    # (Identifiers such as "p95" or "v2" count, and so does every piece of a non-Latin script.)
     words = sum(1 for word in set(_without(stripped, names).split())
-                if sum(char.isalpha() for char in word) >= 2)
+                if not word.isdigit() and not (len(word) == 1 and word.isascii()))
     if words < MIN_WORDS:
         return JustificationCheck(False, f"too short: {words} distinct words besides metric, "
                                          f"cell and item names, need {MIN_WORDS}")

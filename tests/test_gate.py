@@ -337,6 +337,15 @@ def test_bad_justifications_are_named(text: str, why: str) -> None:
     assert why in (verdict.justification_check.failed_check or "")
 
 
+@pytest.mark.parametrize("text", [
+    "recall_at_k on recall/default: moved e5 to v2 of bge, p95 40 ms",  # identifiers count
+    "recall_at_k गिरा: नई मॉडल सूची टीम ने मानी, ठीक है",  # Hindi: every piece of the script counts
+])
+def test_terse_and_non_latin_justifications_have_their_words(text: str) -> None:
+    outcome = check_justification(text, ["recall/default:recall_at_k"])
+    assert outcome.ok, outcome.failed
+
+
 def test_justification_must_list_exactly_this_comparisons_breaches() -> None:
     base, worse, breach_keys = _regressed()
     verdict = decide(base, blessed(worse, GOOD_TEXT, breach_keys[:1]), worse)
