@@ -215,6 +215,9 @@ def cmd_merge(args: argparse.Namespace) -> int:
     from membench_gate.results import dumps_results, write_atomic
     from membench_gate.summary import run_summary
 
+    if any(part.resolve() == args.out.resolve() for part in args.parts):
+        raise GateError(f"--out {args.out} is one of the parts to merge: write the merged "
+                        "results to another file")  # (and a failed merge must not replace a part)
     try:
         results = merge(load_parts(args.parts))
         write_atomic(args.out, dumps_results(results))

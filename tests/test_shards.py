@@ -338,3 +338,8 @@ def test_bad_shard_usage_exits_4(tmp_path: Path) -> None:
     done = run_cli("merge", "missing.json", "--out", "x.json", cwd=tmp_path)
     assert done.returncode == 4
     assert done.stderr.strip() == "membench-gate: error: missing.json: file not found"
+    # --out naming a part is refused before anything is read or written: the part stays.
+    (tmp_path / "p1.json").write_text("a part\n")
+    done = run_cli("merge", "p1.json", "p2.json", "--out", "./p1.json", cwd=tmp_path)
+    assert done.returncode == 4 and "is one of the parts to merge" in done.stderr
+    assert (tmp_path / "p1.json").read_text() == "a part\n"
