@@ -26,6 +26,7 @@ from membench_gate.results import Baseline, UnknownSchemaVersion, parse_baseline
 from membench_gate.verdict import BaseInfo, Breach
 
 if TYPE_CHECKING:
+    from membench_gate.gitbase import Repo
     from membench_gate.settings import Context
 
 MOVED_KEY = "gate:baseline-moved"
@@ -135,11 +136,10 @@ def read_base(config: Config, base_ref: str | None, context: Context | None = No
         at = f"at base {base.sha[:12]}"
         base_config = config_rel
         config_bytes = repo.read_file(base.sha, config_rel)
-        if config_bytes is None and config_rel != DEFAULT_CONFIG \
-                and not _another_gate(repo.root / DEFAULT_CONFIG, Path(config_arg)):
+        if config_bytes is None and config_rel != DEFAULT_CONFIG and _moved_away(repo):
             # The gate's config moved away from where the base keeps it: the base's gate is
             # still the yardstick (its baseline and floors), never "no gate at the base". (A
-            # config still at the default path is another gate of the repository, kept.)
+            # config the commit still has at the default path is another gate, kept.)
             config_bytes = repo.read_file(base.sha, DEFAULT_CONFIG)
             base_config = DEFAULT_CONFIG if config_bytes is not None else config_rel
         floors: dict[str, float] = {}
@@ -183,11 +183,15 @@ def read_base_in_repository(config: Config, base_ref: str | None, context: Conte
     return read_base(config, base_ref, context, config_arg=config_arg)
 
 
-def _another_gate(default: Path, config: Path) -> bool:
-    """Whether the work tree has a config at the default path that is not ``config`` itself."""
+def _moved_away(repo: Repo) -> bool:
+    """Whether the commit checked (HEAD, as git has it: not the work tree's files) has no gate
+    config at the default path."""
+    head = repo.rev("HEAD")
+    if head is None:
+        return False
     try:
-        return default.is_file() and not default.samefile(config)
-    except OSError:
+        return repo.read_file(head, DEFAULT_CONFIG) is None
+    except GateError:  # a symlink or a folder there: something is there, not a move
         return False
 
 

@@ -86,6 +86,11 @@ def test_moving_the_config_away_keeps_the_base_gate_as_the_yardstick(work: Path)
                                                              "bench/baseline.json")
     assert "abstention/default:net_at_1" in result.breach_keys()  # the tau regression
 
+    # Decided from the commit, not the work tree: an untracked file at the root changes nothing.
+    (work / "membench.toml").write_text(config_text(), encoding="utf-8")
+    assert check(work, "--config", "bench/membench.toml", ci=True).code == 1
+    (work / "membench.toml").unlink()
+
     # With a config still at the default path, bench/ holds a second gate of the repository,
     # new in this pull request: introduced like any first gate (rule 10), not compared with the
     # other gate's baseline.
