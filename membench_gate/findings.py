@@ -310,7 +310,7 @@ class ItemStory:
         rank = self.rank or next((n for n, (i, _) in enumerate(ranked, 1) if i in self.gold), None)
         if self.gold:
             where = f"rank {rank}" if rank else (f"not in the top {k}" if k else "not returned")
-            if base_k:
+            if base_k and not (rank and rank <= base_k):  # (still in: the cause is elsewhere)
                 where = f"in the top {base_k} at base → {where} now"
             parts.append(f"gold {', '.join(self.gold)}: {where}")
         elif "expect" in self.extra:

@@ -284,9 +284,12 @@ class AdapterProcess:
                              f"output): {_excerpt(line)}")
         try:
             message = _decode(line.decode("utf-8"))
-        except _NotJSONNumber as exc:  # a response, with NaN or Infinity where a number goes
-            raise self._fail(where, f"{exc} in a response (JSON has no NaN or Infinity: send "
-                             f"finite numbers): {_excerpt(line)}") from None
+        except _NotJSONNumber as exc:
+            if line.lstrip().startswith(b"{"):  # a response, with NaN or Infinity for a number
+                raise self._fail(where, f"{exc} in a response (JSON has no NaN or Infinity: "
+                                 f"send finite numbers): {_excerpt(line)}") from None
+            raise self._fail(where, f"a line on stdout that is not JSON: {_excerpt(line)} "
+                             "(stdout is for the protocol only; log to stderr)") from None
         except (ValueError, RecursionError):
             raise self._fail(where, f"a line on stdout that is not JSON: {_excerpt(line)} "
                              "(stdout is for the protocol only; log to stderr)") from None

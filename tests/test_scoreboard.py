@@ -269,3 +269,15 @@ def test_an_item_id_that_reads_like_an_option_is_not_an_easing() -> None:
                                detail="suite option k changed"),
     ]
     assert _easing(verdict) == (["veto:option:k"], 1)
+
+
+def test_the_why_line_gives_rank_before_and_after_only_when_the_rank_fell_out() -> None:
+    from membench_gate.findings import ItemStory
+
+    abstained = ItemStory("abstention/default", "p1", gold=["f1"], rank=1,
+                          came_back=[("f1", 0.9)], abstained=True)
+    assert abstained.why(5, 5) == "gold f1: rank 1; the memory abstained"  # the cause: abstaining
+    fell = ItemStory("veto/files_known", "scn-1", gold=["d1"], rank=7,
+                     came_back=[("d2", 0.5), ("d3", 0.4)])
+    assert fell.why(5, 5).startswith("gold d1: in the top 5 at base → rank 7 now; ")
+    assert fell.why(5, None).startswith("gold d1: rank 7; ")  # no base: no before
