@@ -372,6 +372,19 @@ class _Guarded:
         return getattr(self._stream, name)
 
 
+def _reopen_closed_descriptors() -> None:
+    """Point a closed descriptor 0, 1 or 2 at /dev/null, so no file or pipe the command opens
+    later lands on it (where a child process would take it for its stdin or stderr)."""
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            null = os.open(os.devnull, os.O_RDWR)
+            if null != fd:
+                os.dup2(null, fd)
+                os.close(null)
+
+
 def _devnull() -> TextIO:
     return open(os.devnull, "w", encoding="utf-8")
 
@@ -419,6 +432,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     real = sys.stdout, sys.stderr
     # A descriptor closed by the caller (``2>&-``) leaves its stream None: the command writes to
     # /dev/null instead, so a progress line cannot turn the verdict into an error.
+    _reopen_closed_descriptors()
     sys.stdout = _Guarded(sys.stdout or _devnull())  # type: ignore[assignment]
     sys.stderr = _Guarded(sys.stderr or _devnull())  # type: ignore[assignment]
     try:

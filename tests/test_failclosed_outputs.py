@@ -56,7 +56,7 @@ def test_exit_code_survives_a_closed_stdout_and_stderr(work: Path) -> None:
         assert json.loads(out.read_text())["verdict"] == "regression"
 
 
-@pytest.mark.parametrize("redirect", ["2>&-", ">&-", ">&- 2>&-"])
+@pytest.mark.parametrize("redirect", ["2>&-", ">&-", ">&- 2>&-", "<&- >&- 2>&-"])
 @pytest.mark.parametrize("regress", [False, True])
 def test_exit_code_survives_closed_descriptors(work: Path, redirect: str, regress: bool) -> None:
     # Not a pipe whose reader left: the descriptor itself is closed, so Python starts with
