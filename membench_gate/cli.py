@@ -148,9 +148,11 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         show.add_argument("--results", type=Path, metavar="FILE",
                           help="read the item from a results file instead of running its suite")
         show.add_argument("--base-ref", metavar="REV", help="base commit (default: auto-detected)")
+
     if want("doctor"):
         doctor = commands.add_parser("doctor", help="check the adapter against the protocol")
         _common(doctor)
+
     if want("import"):
         imp = commands.add_parser(
             "import", help="fixture folders from the data sets memory teams already have",
