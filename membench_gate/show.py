@@ -140,7 +140,7 @@ def render_item(results: Results, cell: str, item: str, base: BaseOutcome | None
             text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
             lines.append(f"{key + ':':<11} {text}")
     head = (story.outcome or "?").upper()
-    why = story.why(k if isinstance(k, int) and not isinstance(k, bool) else None)
+    why = story.why(findings.option_k(results, cell))
     lines.append(f"head:       {head} — {why}")
     if base is not None:
         state = base.outcome.upper() if base.outcome else "unknown"
