@@ -57,8 +57,9 @@ def repo_root(path: Path) -> Path:
     Raises ``GateError`` when ``path`` does not exist, is not inside a git repository, or is in a
     bare repository (there is no working-tree baseline to compare there).
     """
-    with open_repo(path) as repo:
-        return repo.root
+    start = _start(path)
+    done = _git(start, "rev-parse", "--is-shallow-repository", "--show-toplevel")
+    return _toplevel(path, start, done)[1]
 
 
 def head_sha(path: Path) -> str:
@@ -109,14 +110,20 @@ class Repo:
 
     def __init__(self, path: Path) -> None:
         start = _start(path)
-        done = _git(start, "rev-parse", "--is-shallow-repository", "--show-toplevel")
-        lines = done.stdout.splitlines()
-        if done.returncode != 0 or len(lines) != 2:
-            raise _no_work_tree(path, start, done)
-        self.root = Path(lines[1])
-        self.shallow = lines[0] == "true"
+        # The three processes every base lookup asks start together, so their start-ups overlap:
+        # where the work tree is, which remotes it has (read when first asked) and the object
+        # process (git finds the repository from any folder inside it).
+        probe = _spawn(start, "rev-parse", "--is-shallow-repository", "--show-toplevel")
+        self._remotes: subprocess.Popen[str] | None = _spawn(start, "remote")
+        self._batch: subprocess.Popen[bytes] | None = _batch(start)
+        try:
+            shallow, root = _toplevel(path, start, _finish(probe))
+        except BaseException:
+            self.close()
+            raise
+        self.root = root
+        self.shallow = shallow == "true"
         self._origin: bool | None = None
-        self._batch: subprocess.Popen[bytes] | None = None
 
     def close(self) -> None:
         """End the ``cat-file`` process (closing its input ends it)."""
@@ -125,6 +132,9 @@ class Repo:
             cast(IO[bytes], batch.stdin).close()
             batch.wait()
             cast(IO[bytes], batch.stdout).close()
+        remotes, self._remotes = self._remotes, None
+        if remotes is not None:  # never asked: reaped all the same
+            _finish(remotes)
 
     def resolve_base(self, base_ref: str | None = None, context: Context | None = None,
                      tried: list[str] | None = None) -> BaseCommit | None:
@@ -246,7 +256,11 @@ class Repo:
     def has_origin(self) -> bool:
         """Whether there is an ``origin`` remote to fetch a missing base from (asked once)."""
         if self._origin is None:
-            self._origin = "origin" in self._output("remote").split()
+            remotes, self._remotes = self._remotes, None
+            done = _git(self.root, "remote") if remotes is None else _finish(remotes)
+            if done.returncode != 0:
+                raise GateError(f"`git remote` failed in {self.root}: {_stderr_line(done)}")
+            self._origin = "origin" in done.stdout.split()
         return self._origin
 
     # -- the rules ---------------------------------------------------------------------------
@@ -383,6 +397,8 @@ class Repo:
     # -- history -----------------------------------------------------------------------------
 
     def _fork_point(self, head: str, ref: str) -> str:
+        if self.rev(ref) == head:  # on the branch's tip: it is its own merge-base
+            return head
         done = _git(self.root, "merge-base", head, ref)
         if done.returncode == 0:
             return done.stdout.strip()
@@ -411,9 +427,7 @@ class Repo:
         if "\n" in name:
             return None
         if self._batch is None:
-            self._batch = subprocess.Popen(
-                ["git", "cat-file", "--batch"], cwd=self.root, stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=_environment())
+            self._batch = _batch(self.root)
         stdin, stdout = cast(IO[bytes], self._batch.stdin), cast(IO[bytes], self._batch.stdout)
         try:
             stdin.write(name.encode("utf-8", "surrogateescape") + b"\n")
@@ -429,11 +443,6 @@ class Repo:
         content = stdout.read(int(match.group(3)) + 1)[:-1]  # the content, then a newline
         return match.group(1).decode(), match.group(2).decode(), content
 
-    def _output(self, *args: str) -> str:
-        done = _git(self.root, *args)
-        if done.returncode != 0:
-            raise GateError(f"`git {' '.join(args)}` failed in {self.root}: {_stderr_line(done)}")
-        return done.stdout
 
 
 @dataclass(frozen=True)
@@ -497,6 +506,16 @@ def _start(path: Path) -> Path:
     return path.parent if path.is_file() else path
 
 
+def _toplevel(path: Path, start: Path, done: subprocess.CompletedProcess[str]
+              ) -> tuple[str, Path]:
+    """What ``git rev-parse --is-shallow-repository --show-toplevel`` said: whether the clone
+    is shallow, and the top of the work tree."""
+    lines = done.stdout.splitlines()
+    if done.returncode != 0 or len(lines) != 2:
+        raise _no_work_tree(path, start, done)
+    return lines[0], Path(lines[1])
+
+
 def _no_work_tree(path: Path, start: Path, done: subprocess.CompletedProcess[str]) -> GateError:
     """The error for a ``path`` git finds no work tree around."""
     if "must be run in a work tree" in done.stderr:
@@ -519,10 +538,36 @@ def _environment() -> dict[str, str]:
 
 
 def _git(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return _finish(_spawn(cwd, *args))
+
+
+def _spawn(cwd: Path, *args: str) -> subprocess.Popen[str]:
+    """Start ``git args`` in ``cwd``; :func:`_finish` collects what it said."""
     try:
-        return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True,
-                              encoding="utf-8", errors="replace", stdin=subprocess.DEVNULL,
-                              env=_environment(), check=False)
+        return subprocess.Popen(["git", *args], cwd=cwd, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                encoding="utf-8", errors="replace", env=_environment())
+    except OSError as exc:
+        raise GateError(f"cannot use git: {exc.strerror or exc}") from exc
+
+
+def _finish(process: subprocess.Popen[str]) -> subprocess.CompletedProcess[str]:
+    """Wait for a git process; its exit status and everything it wrote."""
+    try:
+        stdout, stderr = process.communicate()
+    except BaseException:
+        process.kill()
+        process.wait()
+        raise
+    return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
+
+
+def _batch(cwd: Path) -> subprocess.Popen[bytes]:
+    """The long-lived ``git cat-file --batch`` that answers every object question."""
+    try:
+        return subprocess.Popen(["git", "cat-file", "--batch"], cwd=cwd, stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                env=_environment())
     except OSError as exc:
         raise GateError(f"cannot use git: {exc.strerror or exc}") from exc
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -446,3 +448,53 @@ def test_not_a_repository_and_unborn_head_are_gate_errors(tmp_path: Path) -> Non
         resolve_base(plain)
     with pytest.raises(GateError, match="has no commit yet"):
         head_sha(init(tmp_path / "unborn"))
+
+
+_CHILDREN_LEFT = """
+import os, sys
+from pathlib import Path
+from membench_gate.errors import GateError
+from membench_gate.gitbase import read_file_at, resolve_base
+
+def left():  # a child not waited for, running or a zombie
+    try:
+        os.waitpid(-1, os.WNOHANG)
+    except ChildProcessError:
+        return False
+    return True
+
+plain, repo, sha = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
+try:
+    resolve_base(plain)
+except GateError:
+    pass
+print(left())
+print(resolve_base(repo).sha == sha, left())
+print(read_file_at(repo, sha, "baselines/main.json") is not None, left())
+"""
+
+
+def test_git_processes_are_ended_whether_or_not_a_repository_is_found(tmp_path: Path) -> None:
+    # A repository lookup starts its git processes together; every one of them is waited for,
+    # when the folder is a repository and when it is not (in a fresh interpreter, which has no
+    # other child).
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    repo = init(tmp_path / "solo")
+    sha = commit(repo, "add", {BASELINE: MAIN_BASELINE})
+
+    done = subprocess.run([sys.executable, "-c", _CHILDREN_LEFT, str(plain), str(repo), sha],
+                          capture_output=True, text=True, check=False)
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[:3] == ["False", "True False", "True False"]
+
+
+def test_missing_git_is_one_gate_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    repo = init(tmp_path / "solo")
+    commit(repo, "add", {BASELINE: MAIN_BASELINE})
+    monkeypatch.setenv("PATH", str(tmp_path / "nowhere"))
+
+    for lookup in (repo_root, head_sha, resolve_base):
+        with pytest.raises(GateError, match=r"^cannot use git: No such file or directory"):
+            lookup(repo)
