@@ -113,12 +113,17 @@ class Repo:
         # The three processes every base lookup asks start together, so their start-ups overlap:
         # where the work tree is, which remotes it has (read when first asked) and the object
         # process (git finds the repository from any folder inside it).
+        self._remotes: subprocess.Popen[str] | None = None
+        self._batch: subprocess.Popen[bytes] | None = None
         probe = _spawn(start, "rev-parse", "--is-shallow-repository", "--show-toplevel")
-        self._remotes: subprocess.Popen[str] | None = _spawn(start, "remote")
-        self._batch: subprocess.Popen[bytes] | None = _batch(start)
         try:
+            self._remotes = _spawn(start, "remote")
+            self._batch = _batch(start)
             shallow, root = _toplevel(path, start, _finish(probe))
         except BaseException:
+            if probe.returncode is None:  # a later start failed while it ran
+                probe.kill()
+                _finish(probe)
             self.close()
             raise
         self.root = root
