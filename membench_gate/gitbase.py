@@ -449,7 +449,6 @@ class Repo:
         return match.group(1).decode(), match.group(2).decode(), content
 
 
-
 @dataclass(frozen=True)
 class _Event:
     """The GitHub event of this run: its name and payload, where the payload came from, and
