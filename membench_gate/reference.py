@@ -379,7 +379,7 @@ class ReferenceMemory:
         compares scores bit for bit): the cosines are one matrix–vector product over the
         query's columns; the composite, ``0.32·cosine + static − demotion + 0.27·overlap +
         0.18·recency``, is summed in that order; scores are rounded to 9 decimals to rank, ties
-        kept in insertion order. What is saved is work whose result cannot matter: file overlap
+        kept in insertion order, and each hit reports its rounded score. What is saved is work whose result cannot matter: file overlap
         is added only where it is not zero, and recency — the last term, between 0 and 0.18 —
         is computed only for records whose score without it, plus 0.18, can still round to a
         top-k score (the bound is the k-th largest score without it, see
@@ -431,7 +431,9 @@ class ReferenceMemory:
         kth = -np.partition(-rounded, k - 1)[k - 1]
         keep = np.flatnonzero(rounded >= kth)
         order = keep[np.lexsort((candidates[keep], -rounded[keep]))][:k]
-        hits = [self._hit(int(candidates[j]), float(composite[j])) for j in order]
+        # The score a hit is ranked by is the score it reports: two records whose scores round
+        # to the same value are ranked by insertion, and so reported as tied, never out of order.
+        hits = [self._hit(int(candidates[j]), float(rounded[j])) for j in order]
         abstain = bool(cosine[candidates[order[0]]] < self.tau)
         return Answer(hits=hits, abstain=abstain)
 

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import functools
+import json
 import math
 import re
 from datetime import datetime, timedelta, timezone
 
 import numpy as np
 import pytest
+from conftest import REPO
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -352,7 +354,9 @@ def straightforward_search(records: list[Record], query: Query, dims: int,
         return [], True
     rounded = {i: round(float(composite[i]), 9) for i in allowed}
     ranked = sorted(allowed, key=lambda i: (-rounded[i], i))[:query.k]
-    return [(records[i].id, float(composite[i])) for i in ranked], bool(cosine[ranked[0]] < tau)
+    # A hit reports the score it was ranked by (numpy's rounding, as the memory's own).
+    return ([(records[i].id, float(np.round(composite[i], 9))) for i in ranked],
+            bool(cosine[ranked[0]] < tau))
 
 
 def random_store(rng: np.random.Generator, count: int) -> list[Record]:
@@ -448,3 +452,18 @@ def test_embed_many_is_the_spec_bit_for_bit(extra: list[str]) -> None:
 @given(st.text(alphabet=st.characters(blacklist_categories=["Cs"]), max_size=60))
 def test_tokenize_is_normalize_then_split(text: str) -> None:
     assert tokenize(text) == [tok for tok in normalize_text(text).split() if len(tok) > 2]
+
+
+def test_scores_are_reported_best_first_when_they_round_to_a_tie() -> None:
+    # Two facts whose scores differ only past the ninth decimal are ranked as tied (by insertion)
+    # and must be reported as tied: the gate refuses hits whose scores go up.
+    facts = json.loads((REPO / "fixtures" / "abstention" / "facts.json").read_text("utf-8"))
+    memory = ReferenceMemory(tau=0.35)
+    memory.ingest([Record(f["id"], f["text"]) for f in facts])
+    ties = 0
+    for fact in facts:
+        hits = memory.search(Query(fact["text"], k=5)).hits
+        scores = [hit.score for hit in hits]
+        assert scores == sorted(scores, reverse=True), (fact["id"], hits)
+        ties += len(scores) - len(set(scores))
+    assert ties  # the fixtures do hold such near-ties (fact-005's query among them)
