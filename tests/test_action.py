@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import re
 import subprocess
 import sys
@@ -137,8 +138,15 @@ def run_step(checkout: Checkout, fake: FakeGitHub, tmp_path: Path, merge_stderr:
         **{name: str(path) for name, path in files.items()},
         **step_env("gate", inputs, {"github.token": TOKEN}),
     })
+    # The step's own `run:` line, run as the runner runs it, with `python` this interpreter.
+    shim = tmp_path / "shim"
+    shim.mkdir(exist_ok=True)
+    (shim / "python").write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
+    (shim / "python").chmod(0o755)
+    env["PATH"] = os.pathsep.join([str(shim), env.get("PATH", os.defpath)])
     done = subprocess.run(
-        [sys.executable, "-m", "membench_gate.action"], cwd=checkout.path, env=env, text=True,
+        ["bash", "--noprofile", "--norc", "-e", "-o", "pipefail", "-c", gate_step()["run"]],
+        cwd=checkout.path, env=env, text=True,
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT if merge_stderr else subprocess.PIPE,
         check=False,
     )
@@ -148,6 +156,10 @@ def run_step(checkout: Checkout, fake: FakeGitHub, tmp_path: Path, merge_stderr:
                      runner_temp / "membench-gate")
     assert_token_masked(result)
     return result
+
+
+def gate_step() -> dict:
+    return next(s for s in action_spec()["runs"]["steps"] if s.get("id") == "gate")
 
 
 def assert_token_masked(run: StepRun) -> None:
@@ -355,3 +367,24 @@ def test_selftest_input_adds_the_gate_sensitivity_and_never_changes_the_verdict(
     assert plain.returncode == 0, plain.log
     assert "Gate sensitivity" not in fake.comments_on(PR_NUMBER)[0]["body"]
     assert not (plain.out_dir / "selftest.json").exists()
+
+
+# A pull request's stand-in for the gate: were it imported, the step would end green at once.
+SHADOW_GATE = "import sys\nsys.exit(0)\n"
+
+
+def test_a_membench_gate_folder_in_the_checkout_cannot_stand_in_for_the_gate(
+        origin: tuple[Path, str], fake: FakeGitHub, tmp_path: Path) -> None:
+    # The step and the check it starts run in the checkout; neither imports the gate from there.
+    # (The gate's config sits in bench/, so the adapter's host, which runs in the config's folder,
+    # is not the one in question here.)
+    checkout = pull_request(origin, tmp_path, {
+        "bench/membench.toml": config_text(adapter="silent:Silent"),
+        "bench/silent.py": SILENT_ADAPTER,
+        "membench_gate/__init__.py": SHADOW_GATE,
+    })
+    run = run_step(checkout, fake, tmp_path, config="bench/membench.toml")
+    assert run.returncode == 1, run.log  # the silent memory breaks an invariant
+    assert run.outputs["verdict"] == "regression" and run.outputs["exit-code"] == "1"
+    assert run.verdict()["verdict"] == "regression"
+    assert run.summary.startswith("## membench-gate: ❌ REGRESSION")

@@ -24,8 +24,7 @@ import sys
 
 
 def _forge():
-    spec = getattr(sys.modules.get("__main__"), "__spec__", None)
-    if spec is not None and spec.name == "membench_gate.__main__":
+    if sys.argv[:2] == ["-c", "check"]:  # the check the action starts (not an adapter's host)
         os._exit(int(os.environ["FORGED_EXIT"]))
 
 
