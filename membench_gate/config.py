@@ -9,6 +9,7 @@ naming the file and the key.
 
 from __future__ import annotations
 
+import os
 import sys
 import typing
 from dataclasses import dataclass, field, replace
@@ -220,7 +221,11 @@ class Config:
 
     @property
     def baseline_path(self) -> Path:
-        return self.base_dir / self.baseline
+        """``[gate] baseline`` beside the config, ``..`` resolved by name as git resolves it at
+        the base commit: ``x/../baselines/main.json`` is ``baselines/main.json`` even when ``x``
+        is a symlink to elsewhere, so the file compared and written is the one the base's
+        baseline is read at."""
+        return Path(os.path.normpath(self.base_dir / self.baseline))
 
     def with_suites(self, names: list[str]) -> Config:
         """This config restricted to the named suites (``run --suite``)."""

@@ -121,6 +121,28 @@ def test_a_symlinked_baseline_is_an_error_in_ci(work: Path) -> None:
     result.assert_error("baselines/main.json", "symlink")
 
 
+def test_a_baseline_path_through_a_symlinked_folder_is_read_where_it_names(work: Path) -> None:
+    """Issue seen: `baseline = "x/../baselines/main.json"`, x a symlink into alt/deep/, named
+    the base's path to the gate but baselines/main.json under alt/deep/ to the file system: the
+    bless went there, baselines/ stayed untouched in the diff and a regression passed in CI."""
+    (work / "alt/deep/x").mkdir(parents=True)
+    (work / "alt/deep/x/.keep").touch()
+    os.symlink("alt/deep/x", work / "x")
+    before = (work / "baselines/main.json").read_text()
+    commit(work, "route the baseline through a symlink", {"membench.toml": config_text(
+        tau=0.2, extra='[gate]\nbaseline = "x/../baselines/main.json"\n' + FLOOR)})
+    done = gate(work, "bless", "--justification", TAU_REASON)
+    assert done.returncode == 0, done.stderr
+    assert not (work / "alt/deep/baselines").exists()
+    blessed = (work / "baselines/main.json").read_text()
+    assert blessed != before and TAU_REASON in blessed  # the bless shows in baselines/
+    commit(work, "bless", {})
+
+    result = check(work, ci=True)
+    assert result.code == 0 and result.verdict["blessed"] is True, result.stdout
+    assert "gate:baseline-moved" not in result.breach_keys()  # the very path of the base
+
+
 def test_a_symlinked_config_is_an_error_in_ci_and_never_drops_the_base_floors(
         work: Path) -> None:
     """Issue seen: `membench.toml -> bench/gate.toml` without [floors] let a floor breach pass."""
