@@ -47,6 +47,16 @@ def marker(key: str) -> str:
     return f"{MARKER_PREFIX} key={cleaned if cleaned.strip('-') else 'default'} -->"
 
 
+def _without_markers(body: str) -> str:
+    """``body`` with every marker removed, until none is left (removing one must not join the
+    pieces around it into another)."""
+    while True:
+        stripped = _ANY_MARKER.sub("", body)
+        if stripped == body:
+            return body
+        body = stripped
+
+
 # The longest marker line the comment's first line can be: the body gets the rest of the limit.
 MARKER_ROOM = len(marker("k" * 100)) + 1
 
@@ -123,7 +133,7 @@ class _StickyComment:
         """Carry out ``mode`` (``update`` or ``recreate``)."""
         # A stray marker in the body (ours or another key's) would make the comment claimable by the wrong
         # key on the next run, so the only marker left is the one we add.
-        full_body = f"{self.marker}\n{_ANY_MARKER.sub('', body)}"
+        full_body = f"{self.marker}\n{_without_markers(body)}"
         # The token's own login: REST GET /user answers 403 to the workflow's installation token, GraphQL's
         # viewer works for every kind of token.
         self.login = (self.session.graphql(_VIEWER_QUERY, {}).get("viewer") or {}).get("login") or ""
@@ -159,7 +169,9 @@ class _StickyComment:
             return list(self.issue.get_comments())
 
     def _is_ours(self, comment: IssueComment) -> bool:
-        return (isinstance(comment.body, str) and self.marker in comment.body
+        # Our marker is the first line of our comment: the same text further down is not ours.
+        return (isinstance(comment.body, str)
+                and comment.body.split("\n", 1)[0].rstrip("\r") == self.marker
                 and comment.user is not None and _same_login(comment.user.login, self.login))
 
     def _is_minimized(self, comment: IssueComment) -> bool:

@@ -379,11 +379,11 @@ class ReferenceMemory:
         compares scores bit for bit): the cosines are one matrix–vector product over the
         query's columns; the composite, ``0.32·cosine + static − demotion + 0.27·overlap +
         0.18·recency``, is summed in that order; scores are rounded to 9 decimals to rank, ties
-        kept in insertion order, and each hit reports its rounded score. What is saved is work whose result cannot matter: file overlap
-        is added only where it is not zero, and recency — the last term, between 0 and 0.18 —
-        is computed only for records whose score without it, plus 0.18, can still round to a
-        top-k score (the bound is the k-th largest score without it, see
-        :func:`_kth_largest_bound`).
+        kept in insertion order, and each hit reports its rounded score. What is saved is work
+        whose result cannot matter: file overlap is added only where it is not zero, and
+        recency — the last term, between 0 and 0.18 — is computed only for records whose score
+        without it, plus 0.18, can still round to a top-k score (the bound is the k-th largest
+        score without it, see :func:`_kth_largest_bound`).
         """
         code = self._source_codes.get(query.source)
         if not self._records or query.k <= 0 or code is None:

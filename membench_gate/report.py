@@ -64,9 +64,19 @@ _MODE_WORDS = {
 }
 
 
+def strip_markers(text: str) -> str:
+    """``text`` without any piece of a comment marker, removed until none is left: taking one
+    out of ``<!<!---- …`` must not leave a new one behind."""
+    while True:
+        stripped = _MARKER.sub("", text)
+        if stripped == text:
+            return text
+        text = stripped
+
+
 def _inert(text: str) -> str:
     """Strip our comment marker and defuse mentions and issue references."""
-    text = _MARKER.sub("", text)
+    text = strip_markers(text)
     # A zero-width space after @ and # keeps "@org/team" and "#123" from linking or notifying.
     return _MENTION.sub(lambda m: m.group(0) + _ZWSP, text)
 
@@ -87,7 +97,7 @@ def escape_html(value: Any) -> Markup:
 def code_line(value: Any) -> Markup:
     """A line inside a fenced code block: no backticks and no line breaks (nothing can close the
     fence), no marker. Mentions do not work in code blocks, so the line stays pasteable."""
-    text = " ".join(_MARKER.sub("", str(value)).replace("`", "'").split())
+    text = " ".join(strip_markers(str(value)).replace("`", "'").split())
     return Markup(text)
 
 
