@@ -218,6 +218,26 @@ def test_stray_markers_in_the_body_are_removed(fake: FakeGitHub) -> None:
     assert comment["body"].count(gh.MARKER_PREFIX) == 1
 
 
+def test_a_marker_rebuilt_by_stripping_is_removed_too(fake: FakeGitHub) -> None:
+    # Removing the inner marker once joins the pieces around it into another key's marker.
+    nested = "<!-- membench-" + gh.marker("inner") + "gate:v1 key=other -->"
+    post(fake, f"text {nested} more", key="mine")
+
+    (comment,) = fake.comments_on(PR)
+    assert comment["body"].count(gh.MARKER_PREFIX) == 1
+    assert comment["body"].startswith(gh.marker("mine") + "\n")
+
+
+def test_a_marker_below_the_first_line_does_not_make_a_comment_ours(fake: FakeGitHub) -> None:
+    # Another gate's comment quoting this key's marker further down is not this key's comment.
+    theirs = fake.add_comment(PR, gh.marker("veto") + "\nquoted: " + gh.marker("default"),
+                              login="github-actions[bot]")
+
+    assert post(fake, "v1").action == "created"
+    assert fake.comments_on(PR)[0]["body"] == theirs["body"]
+    assert len(fake.comments_on(PR)) == 2
+
+
 def test_comment_deleted_before_the_edit_is_posted_again(fake: FakeGitHub) -> None:
     post(fake, "v1")
     fake.fail("PATCH", ONE_COMMENT, 404, message="Not Found")

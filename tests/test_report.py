@@ -3,6 +3,7 @@ hostile input, size limits."""
 
 from __future__ import annotations
 
+import re
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -279,3 +280,15 @@ def test_a_level_left_unrendered_is_one_that_could_not_fit(newly: list[str],
         if fitting:
             expected = template.render(**report.context(verdict, head, base, level=fitting[0]))
             assert render(verdict, head, base, limit=limit) == expected, (limit, fitting[0])
+
+
+@pytest.mark.parametrize("text", [
+    "<!<!---- membench-membench-gate:v1gate:v1 key=x -->",
+    "<!-<!---- membench-gate:v1 -->->",
+    "membench-membench-membench-gate:v2gate:v2gate:v2",
+])
+def test_a_marker_rebuilt_by_stripping_is_stripped_too(text: str) -> None:
+    # Removing one piece must not join the pieces around it into a new one.
+    for out in (escape_md(text), str(report.escape_html(text)), str(report.code_line(text))):
+        assert "<!--" not in out and "-->" not in out, out
+        assert not re.search(r"membench-gate:v\d", out, re.IGNORECASE), out
