@@ -132,7 +132,8 @@ class AdapterProcess:
                             "(adapter.command: is it executable?)") from exc
         except OSError as exc:
             raise GateError(f"adapter: cannot start {self.argv[0]!r}: {exc.strerror or exc}") from exc
-        self._buffer = b""
+        self._buffer = bytearray()
+        self._scanned = 0  # how much of the buffer is known to hold no newline
         self._eof = False
         # How long the last answer to each method took. The gate polls for an answer only when
         # the last one to the same method came within twice the poll budget: it never spins long
@@ -153,25 +154,37 @@ class AdapterProcess:
         """The next line of stdout (its newline kept), ``None`` at the end of output; raises
         ``queue.Empty`` when ``timeout`` passes first. An unterminated last line is returned as
         it is, and a line over :data:`MAX_LINE_BYTES` is cut there (both are protocol errors).
-        With ``poll`` (an answer expected within microseconds) it polls before it blocks."""
+        With ``poll`` (an answer expected within microseconds) it polls before it blocks.
+
+        The deadline holds while output keeps coming, too (a line that takes longer than the
+        timeout to arrive is late), and a long line costs time in proportion to its length: the
+        buffer grows in place and each search starts where the last one ended."""
         if not _SELECTABLE_PIPES:
             return self._lines.get(timeout=timeout)
         deadline = None if timeout is None else time.monotonic() + timeout
+        buffer = self._buffer
         while True:
-            end = self._buffer.find(b"\n")
+            end = buffer.find(b"\n", self._scanned)
             if end >= 0:
-                line, self._buffer = self._buffer[:end + 1], self._buffer[end + 1:]
+                line = bytes(buffer[:end + 1])
+                del buffer[:end + 1]
+                self._scanned = 0
                 return line
-            if self._eof or len(self._buffer) > MAX_LINE_BYTES:
-                line, self._buffer = self._buffer, b""
+            self._scanned = len(buffer)
+            if self._eof or len(buffer) > MAX_LINE_BYTES:
+                line = bytes(buffer)
+                buffer.clear()
+                self._scanned = 0
                 return line or None
-            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left < 0:
+                raise queue.Empty
             if not (poll and self._poller.poll()) \
                     and not select.select([self._fd], [], [], left)[0]:
                 raise queue.Empty
             chunk = os.read(self._fd, 1 << 20)
             if chunk:
-                self._buffer += chunk
+                buffer += chunk
             else:
                 self._eof = True
 
