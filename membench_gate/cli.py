@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import NoReturn, TextIO
 
 from membench_gate import __version__
-from membench_gate.errors import GateError, describe, exit_code_of
+from membench_gate.errors import GateError, Terminated, describe, exit_code_of
 
 EXIT_ERROR = 4
 DESCRIPTION = ("Gate the pull requests of an AI-agent memory system on deterministic benchmark "
@@ -430,9 +430,24 @@ def console() -> NoReturn:
     """
     young, _, _ = gc.get_threshold()
     gc.set_threshold(young, 100, 100)
+    _stop_on_signals()
     code = main()
     gc.freeze()
     raise SystemExit(code)
+
+
+def _stop_on_signals() -> None:
+    """SIGTERM (``timeout``, ``docker stop``, a cancelled job) and SIGHUP end a command the way
+    Ctrl-C does: the adapter is stopped and every output file asked for is replaced by the error
+    verdict, exit 4 — never a process killed mid-write with an earlier run's files in place."""
+    import signal
+
+    def stop(signum: int, frame: object) -> None:
+        raise Terminated(signal.Signals(signum).name)
+
+    for name in ("SIGTERM", "SIGHUP"):
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), stop)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -20,6 +20,15 @@ class GateError(Exception):
         self.detail = list(detail)
 
 
+class Terminated(KeyboardInterrupt):
+    """The command was asked to stop (SIGTERM, SIGHUP): handled as an interrupt — adapter
+    stopped, every output file replaced by the error verdict — and described by its signal."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.name = name
+
+
 def exit_code_of(exc: BaseException) -> int:
     """The exit code a failure maps to: a ``GateError``'s own, else 4 (ERROR) — never 0.
 
@@ -34,6 +43,8 @@ def describe(exc: BaseException) -> str:
     raised (``file:line in function``), so even a bug names the call that failed."""
     if isinstance(exc, GateError):
         return str(exc)
+    if isinstance(exc, Terminated):
+        return f"terminated ({exc.name})"
     if isinstance(exc, KeyboardInterrupt):
         return "interrupted"
     import traceback  # only on a failure: start-up stays lean

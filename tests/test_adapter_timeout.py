@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
-from conftest import assert_error_verdict, run_cli
+import pytest
+from conftest import assert_error_verdict, cli_env, run_cli
 
 HANGING = '''\
 import time
@@ -69,3 +74,57 @@ def test_an_answer_that_keeps_coming_is_late_all_the_same(tmp_path: Path) -> Non
     assert done.returncode == 4, done.stderr
     assert "no answer within 1s" in done.stderr
     assert_error_verdict(out)
+
+
+STUCK = '''\
+import os
+import sys
+import time
+
+open("adapter.pid", "w").write(str(os.getpid()))
+for line in sys.stdin:  # answers initialize, then never answers again
+    if '"initialize"' in line:
+        sys.stdout.write('{"jsonrpc": "2.0", "id": 1, "result": {"protocol": 1, "name": "s", '
+                         '"capabilities": {"push": false, "write": false}}}\\n')
+        sys.stdout.flush()
+    else:
+        time.sleep(600)
+'''
+
+
+@pytest.mark.parametrize("signame", ["SIGTERM", "SIGHUP"])
+@pytest.mark.parametrize("command", [["run", "--out", "out.json"],
+                                     ["check", "--json", "out.json", "--report", "report.md"]])
+def test_a_terminated_command_stops_its_adapter_and_replaces_its_outputs(
+        tmp_path: Path, command: list[str], signame: str) -> None:
+    # `timeout`, `docker stop` or a cancelled job end the command like Ctrl-C does.
+    (tmp_path / "stuck.py").write_text(STUCK)
+    (tmp_path / "membench.toml").write_text(
+        '[adapter]\ncommand = ["python3", "stuck.py"]\ntimeout = 300\n'
+        '[suites.veto]\nfixtures = ["builtin"]\n')
+    for name in ("out.json", "report.md"):
+        (tmp_path / name).write_text("from an earlier run\n")
+    gate = subprocess.Popen([sys.executable, "-m", "membench_gate", *command], cwd=tmp_path,
+                            env=cli_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    pid_file = tmp_path / "adapter.pid"
+    for _ in range(600):  # until the adapter runs (at most a minute)
+        if pid_file.exists() and pid_file.read_text():
+            break
+        time.sleep(0.1)
+    time.sleep(0.5)  # the gate is waiting for an answer now
+    gate.send_signal(getattr(signal, signame))
+    _, stderr = gate.communicate(timeout=60)
+
+    assert gate.returncode == 4, stderr
+    assert f"membench-gate: error: terminated ({signame})" in stderr
+    assert "Traceback" not in stderr
+    assert_error_verdict(tmp_path / "out.json")
+    if "check" in command:
+        assert "ERROR" in (tmp_path / "report.md").read_text().splitlines()[0]
+    adapter = int(pid_file.read_text())
+    for _ in range(50):  # killed and reaped: gone
+        if not Path(f"/proc/{adapter}").exists():
+            break
+        time.sleep(0.1)
+    assert not Path(f"/proc/{adapter}").exists()
