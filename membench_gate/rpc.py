@@ -47,6 +47,7 @@ from membench_gate.errors import GateError
 from membench_gate.polling import POLL_S, Poller
 
 STDERR_LINES = 50
+EXIT_CHECK_S = 0.2  # how often a wait for an answer checks whether the adapter process ended
 SHUTDOWN_GRACE_S = 5.0
 MAX_LINE_BYTES = 256 * 1024 * 1024
 # Records per ``ingest`` request: large enough that a 100k-record corpus is a hundred round trips,
@@ -179,14 +180,24 @@ class AdapterProcess:
             left = None if deadline is None else deadline - time.monotonic()
             if left is not None and left < 0:
                 raise queue.Empty
-            if not (poll and self._poller.poll()) \
-                    and not select.select([self._fd], [], [], left)[0]:
-                raise queue.Empty
+            if not (poll and self._poller.poll()) and not self._readable(left):
+                continue  # the adapter ended, or the deadline is checked again
             chunk = os.read(self._fd, 1 << 20)
             if chunk:
                 buffer += chunk
             else:
                 self._eof = True
+
+    def _readable(self, left: float | None) -> bool:
+        """Wait at most ``left`` seconds for output. Output can also stay open after the adapter
+        process has ended (a child it started holds it): that is the end of its output too, once
+        what it wrote before it ended has been read."""
+        step = EXIT_CHECK_S if left is None else min(left, EXIT_CHECK_S)
+        if select.select([self._fd], [], [], step)[0]:
+            return True
+        if self.proc.poll() is not None and not select.select([self._fd], [], [], 0)[0]:
+            self._eof = True
+        return False
 
     def _read_stdout(self) -> None:
         """Where pipes cannot be selected (Windows): a thread feeds complete lines to a queue."""
@@ -356,10 +367,12 @@ class AdapterProcess:
             with suppress(subprocess.TimeoutExpired):
                 self.proc.wait(timeout=max(0.0, self._exit_by - time.monotonic()))
             self._exit_by = None
-        if self.proc.poll() is None:
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except (OSError, AttributeError):
+        # The whole process group, even when the adapter itself has ended: a child it started
+        # (a server, a worker) must not outlive the run.
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (OSError, AttributeError):
+            if self.proc.poll() is None:
                 self.proc.kill()
         with suppress(subprocess.TimeoutExpired):
             self.proc.wait(timeout=5)

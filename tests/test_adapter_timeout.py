@@ -128,3 +128,42 @@ def test_a_terminated_command_stops_its_adapter_and_replaces_its_outputs(
             break
         time.sleep(0.1)
     assert not Path(f"/proc/{adapter}").exists()
+
+
+WITH_A_CHILD = '''\
+import subprocess
+import sys
+
+# A helper process that inherits stdout and outlives the adapter (a server, a worker).
+child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+open("child.pid", "w").write(str(child.pid))
+for line in sys.stdin:
+    if '"initialize"' in line:
+        sys.stdout.write('{"jsonrpc": "2.0", "id": 1, "result": {"protocol": 1, "name": "c", '
+                         '"capabilities": {"push": false, "write": false}}}\\n')
+        sys.stdout.flush()
+    else:
+        sys.exit(EXIT_CODE)
+'''
+
+
+@pytest.mark.parametrize("exit_code", [0, 101])
+def test_an_adapter_that_ends_is_reported_as_ended_and_its_children_are_stopped(
+        tmp_path: Path, exit_code: int) -> None:
+    # Its child still holds the adapter's stdout open: the gate does not wait out the timeout
+    # (an hour here), it reports the end and the exit code, and stops the child too.
+    (tmp_path / "parent.py").write_text(WITH_A_CHILD.replace("EXIT_CODE", str(exit_code)))
+    (tmp_path / "membench.toml").write_text(
+        '[adapter]\ncommand = ["python3", "parent.py"]\ntimeout = 3600\n'
+        '[suites.veto]\nfixtures = ["builtin"]\n')
+    out = tmp_path / "results.json"
+    done = run_cli("run", "--out", out, cwd=tmp_path, timeout=120)
+    assert done.returncode == 4, done.stderr
+    assert f"the adapter process ended without answering (exit code {exit_code})" in done.stderr
+    assert_error_verdict(out)
+    child = int((tmp_path / "child.pid").read_text())
+    for _ in range(50):
+        if not Path(f"/proc/{child}").exists():
+            break
+        time.sleep(0.1)
+    assert not Path(f"/proc/{child}").exists()
