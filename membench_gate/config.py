@@ -71,6 +71,15 @@ Seed = Annotated[int, Field(ge=0, le=2**32 - 1, description=f"an integer from 0 
 Name = Annotated[str, Field(min_length=1)]
 
 
+def _no_nul(text: str) -> str:
+    if "\x00" in text:  # no process can be started with one in its arguments
+        raise _problem("must not contain a NUL character")
+    return text
+
+
+Arg = Annotated[str, Field(min_length=1), AfterValidator(_no_nul)]
+
+
 def _distinct(lambdas: list[float]) -> list[float]:
     if len({float(lam) for lam in lambdas}) != len(lambdas):
         raise _problem("a value is repeated")
@@ -130,9 +139,9 @@ class Suites(_Table):
 class AdapterTable(_Table):
     """``[adapter]``: the system under test (docs/adapters.md)."""
 
-    python: Annotated[str, Field(pattern=r"^[^:]*:[^:]*$")] | None = Field(
-        None, description="a string 'module:attr'")
-    command: Annotated[list[Name], Field(min_length=1)] | None = Field(
+    python: Annotated[str, Field(pattern=r"^[^:]*:[^:]*$"), AfterValidator(_no_nul)] | None = \
+        Field(None, description="a string 'module:attr'")
+    command: Annotated[list[Arg], Field(min_length=1)] | None = Field(
         None, description='a non-empty list of strings (an argv, e.g. ["node", "bench/adapter.js"])')
     options: dict[str, JsonValue] = Field(
         default_factory=dict,
