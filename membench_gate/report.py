@@ -27,7 +27,7 @@ from markupsafe import Markup
 from membench_gate import findings, metrics
 from membench_gate.measurement import data_dir
 from membench_gate.results import Baseline, Results, round4
-from membench_gate.summary import metric_text
+from membench_gate.summary import metric_text, visible
 from membench_gate.verdict import Breach, Breaches, ItemBreaches, Verdict
 
 COMMENT_LIMIT = 60_000
@@ -75,8 +75,9 @@ def strip_markers(text: str) -> str:
 
 
 def _inert(text: str) -> str:
-    """Strip our comment marker and defuse mentions and issue references."""
-    text = strip_markers(text)
+    """Strip our comment marker, show control and bidirectional formatting characters as their
+    escapes, and defuse mentions and issue references."""
+    text = visible(strip_markers(text))
     # A zero-width space after @ and # keeps "@org/team" and "#123" from linking or notifying.
     return _MENTION.sub(lambda m: m.group(0) + _ZWSP, text)
 
@@ -97,7 +98,7 @@ def escape_html(value: Any) -> Markup:
 def code_line(value: Any) -> Markup:
     """A line inside a fenced code block: no backticks and no line breaks (nothing can close the
     fence), no marker. Mentions do not work in code blocks, so the line stays pasteable."""
-    text = " ".join(strip_markers(str(value)).replace("`", "'").split())
+    text = visible(" ".join(strip_markers(str(value)).replace("`", "'").split()))
     return Markup(text)
 
 

@@ -292,3 +292,10 @@ def test_a_marker_rebuilt_by_stripping_is_stripped_too(text: str) -> None:
     for out in (escape_md(text), str(report.escape_html(text)), str(report.code_line(text))):
         assert "<!--" not in out and "-->" not in out, out
         assert not re.search(r"membench-gate:v\d", out, re.IGNORECASE), out
+
+
+def test_control_and_bidi_characters_show_as_escapes() -> None:
+    text = "id-\u202eevil\u2066-\x1b[31m-\x00"
+    for out in (escape_md(text), str(report.escape_html(text)), str(report.code_line(text))):
+        assert not re.search("[\x00-\x1f\u202a-\u202e\u2066-\u2069]", out), out
+        assert "u202e" in out and "x1b" in out, out

@@ -54,3 +54,16 @@ def test_a_pass_has_no_breach_lines() -> None:
     text = verdict_summary(decide(same.to_baseline(), same.to_baseline(), same), same, None)
     assert text.splitlines()[:2] == ["membench-gate: PASS (exit 0)", "  no breaches"]
     assert "most severe first" not in text and "next:" not in text
+
+
+def test_ids_cannot_start_a_line_colour_the_terminal_or_turn_text_around() -> None:
+    # A fixture id with a line break and a workflow command, a terminal escape and a
+    # right-to-left override: every one is printed as its escape.
+    hostile = ["scn-1\n::error title=membench-gate::PASS", "scn-\x1b[32m2", "scn-\u202e3"]
+    base, head = results(1.0, []), results(0.25, hostile)
+    text = verdict_summary(decide(base.to_baseline(), base.to_baseline(), head), head,
+                           base.to_baseline())
+
+    assert not any(line.startswith("::") for line in text.splitlines())
+    assert "\x1b" not in text and "\u202e" not in text
+    assert "scn-1\\x0a::error" in text and "scn-\\x1b[32m2" in text and "scn-\\u202e3" in text
