@@ -1,7 +1,8 @@
 """The justification checks of rule 8: a blessed regression must be explained, specifically.
 
 A justification passes when its text is at least 40 characters; is not a placeholder ("n/a",
-"todo", "update baseline", … matched fuzzily); has at least 6 distinct words besides the metric,
+"todo", "update baseline", … matched fuzzily, or a text marked as one: "TODO", "TBD", "lorem
+ipsum" anywhere, "WIP" or "placeholder" first); has at least 6 distinct words besides the metric,
 cell and item names it mentions; names every breached metric or its cell (fuzzy); and is not a
 near-copy of the base baseline's justification.
 
@@ -9,7 +10,7 @@ The checks are meant to be hard to game. Text is compared after Unicode NFKC, wi
 invisible characters dropped and confusable letters folded to the Latin letter they imitate
 (``uрdate bаseline`` with a Cyrillic р and а is still "update baseline"); names, repeated words,
 lone Latin letters and bare numbers do not count as words; a copy of the base's text with names
-swapped or more text appended is still a near-copy.
+swapped or more text appended is still a near-copy; a letter repeated ("aaaa") is not a word.
 
 Confusables are folded with the small table below rather than a dependency: the maintained
 libraries detect mixed scripts but do not map to a skeleton, TR39's full table is mostly
@@ -38,6 +39,12 @@ PLACEHOLDERS = (
     "accept regression", "accepted", "expected", "as expected", "intentional", "see pr",
     "see description", "see above", "whatever", "no reason", "because", "ignore", "placeholder",
 )
+# Marks that say the reason is still to be written: the uppercase markers of unfinished text
+# wherever they stand ("… TODO: explain later"), one of these words first ("Placeholder text
+# until …", "wip: …"), and lorem ipsum. (A lowercase "todo list" inside a sentence is prose.)
+_UNFINISHED = re.compile(r"\b(?:TODO|TBD|TBA|FIXME|XXX)\b")
+_UNFINISHED_FIRST = re.compile(r"\W*(?:todo|tbd|tba|fixme|wip|placeholder)\b", re.IGNORECASE)
+_LOREM = re.compile(r"\blorem\s+ipsum\b", re.IGNORECASE)
 _PLACEHOLDER_RATIO = 85
 _MENTION_RATIO = 90
 _COPY_RATIO = 90
@@ -121,7 +128,10 @@ def _mentions_normed(text_n: str, needle_n: str) -> bool:
 def is_placeholder(text: str, names: set[str] | None = None) -> bool:
     """Does ``text`` say nothing but a stock phrase (names of metrics and cells set aside)?"""
     normalized = _without(text, names or set())
-    if len(set(normalized.split())) <= 3:
+    words = normalized.split()
+    if len(set(words)) <= 3:
+        return True
+    if _marked(text):
         return True
     # Padding a placeholder with repetitions ("update baseline update baseline …") stays one.
     stripped = f" {normalized} "
@@ -130,6 +140,12 @@ def is_placeholder(text: str, names: set[str] | None = None) -> bool:
     if len(set(stripped.split())) < 3:
         return True
     return any(_fuzz().ratio(normalized, _norm(p)) >= _PLACEHOLDER_RATIO for p in PLACEHOLDERS)
+
+
+def _marked(text: str) -> bool:
+    """Is ``text`` marked as unfinished (a TODO, a leading "placeholder", lorem ipsum)?"""
+    text = unicodedata.normalize("NFKC", text)
+    return bool(_UNFINISHED.search(text) or _UNFINISHED_FIRST.match(text) or _LOREM.search(text))
 
 
 def is_near_copy(text: str, base_text: str, names: set[str]) -> bool:
@@ -156,10 +172,12 @@ def check_justification(text: str | None, breach_keys: Iterable[str],
         return JustificationCheck(False, f"too short: {len(stripped)} characters, need {MIN_CHARS}")
     if is_placeholder(stripped, names):
         return JustificationCheck(False, "reads like a placeholder, not a reason")
-    # A lone Latin letter or a bare number is not a word: "a b c d e f 1 2" explains nothing.
-    # (Identifiers such as "p95" or "v2" count, and so does every piece of a non-Latin script.)
+    # A lone Latin letter, a bare number or one letter repeated is not a word: "a b c 1 2" and
+    # "aaaa bbbb cccc" explain nothing. (Identifiers such as "p95" or "v2" count, and so does
+    # every piece of a non-Latin script.)
     words = sum(1 for word in set(_without(stripped, names).split())
-                if not word.isdigit() and not (len(word) == 1 and word.isascii()))
+                if not word.isdigit() and not (len(word) == 1 and word.isascii())
+                and not (len(word) > 1 and len(set(word)) == 1))
     if words < MIN_WORDS:
         return JustificationCheck(False, f"too short: {words} distinct words besides metric, "
                                          f"cell and item names, need {MIN_WORDS}")
