@@ -33,6 +33,10 @@ from membench_gate.verdict import (
 
 # Rule 10's refusal in CI, which a bless in the pull request cannot fix (findings reads it).
 NO_BASE_BASELINE = "the base commit has a gate config but no baseline"
+UNBANKED = ("the justification blesses these breaches, but the committed baseline keeps the base's "
+            "numbers: merged as it is, the next pull request meets the same breaches, and this "
+            "text, then the base's, cannot bless them again; membench-gate bless commits this "
+            "run's numbers with the justification")
 EXIT_CODES = {"pass": 0, "regression": 1, "bless-required": 2, "inconclusive": 3, "error": 4}
 HARD_KINDS = ("zero", "floor")
 
@@ -348,6 +352,8 @@ def _compare(base: Baseline | None, committed: Baseline | None, actual: Baseline
         return _finish("regression", mode, notes=notes, **common)
     if blessed:
         notes.append("breaches blessed by the committed justification")
+        if not matches_run:
+            notes.append(UNBANKED)
     return _finish("pass", mode, notes=notes, **common)
 
 

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from membench_gate import justify
-from membench_gate.gate import Floor, decide, floors_of
+from membench_gate.gate import UNBANKED, Floor, decide, floors_of
 from membench_gate.justify import check_justification
 from membench_gate.results import Baseline, Cell, Justification
 
@@ -360,6 +360,17 @@ def test_justification_must_list_exactly_this_comparisons_breaches() -> None:
     verdict = decide(base, blessed(worse, GOOD_TEXT, breach_keys[:1]), worse)
     assert verdict.verdict == "regression"
     assert "does not match" in (verdict.justification_check.failed_check or "")
+
+
+def test_a_justification_on_the_base_numbers_blesses_and_says_it_is_not_banked() -> None:
+    # Rule 8 blesses the breaches; the note says what merging it as it is leads to.
+    base, worse, breach_keys = _regressed()
+    kept = decide(base, blessed(base, GOOD_TEXT, breach_keys), worse)
+    assert (kept.verdict, kept.blessed, kept.banked) == ("pass", True, False)
+    assert UNBANKED in kept.notes
+    banked = decide(base, blessed(worse, GOOD_TEXT, breach_keys), worse)
+    assert (banked.verdict, banked.blessed, banked.banked) == ("pass", True, True)
+    assert UNBANKED not in banked.notes
 
 
 def test_justification_copied_from_the_base_is_refused() -> None:
