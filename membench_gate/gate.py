@@ -180,6 +180,20 @@ def _comparable_items(base: Baseline, actual: Baseline, cell: str, same_hash: bo
         out.breaches.append(ItemBreaches(cell, "item-eased", eased, "fail", "pass",
                                          "gold item failed at base and passes now that its "
                                          "content changed: the item was made easier"))
+    # The mirror case is no breach (a harder item is allowed), but a regression can hide behind
+    # a reworded item, and easy items added lift the cell's metrics: both are said plainly.
+    hardened = [i for i in changed if i not in was_failed and i in is_failed]
+    if hardened:
+        shown = ", ".join(hardened[:5]) + (f" and {len(hardened) - 5} more"
+                                           if len(hardened) > 5 else "")
+        out.notes.append(f"{cell}: {len(hardened)} changed gold item"
+                         f"{'s' if len(hardened) != 1 else ''} passed at base and fail now "
+                         f"({shown}): a harder item, or a regression behind the change — "
+                         "reported, not a breach")
+    if added and len(added) * 5 >= max(1, len(before)):
+        out.notes.append(f"{cell}: {len(added)} gold items added to {len(before)} "
+                         "(the cell's metrics now measure a different mix) — reported, not a "
+                         "breach")
     return {i for i in set(before) & set(now) if before[i] == now[i]}
 
 

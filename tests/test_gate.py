@@ -254,6 +254,24 @@ def test_corpus_bless_compares_unchanged_items_by_id_and_reports_changes() -> No
     assert verdict.fixed == {"veto/files_known": ["scn-09"]}
 
 
+def test_reworded_failing_items_and_added_items_are_said_in_notes() -> None:
+    # Rule 7 gates neither (a harder item is allowed, added items are reported), but a
+    # regression can hide behind them: the verdict says so in plain words.
+    base = make("h1")
+    digests = {f"scn-{i:02d}": f"d-scn-{i:02d}" for i in range(10)}
+    digests.update({f"scn-0{i}": "reworded" for i in range(6)})
+    digests.update({f"scn-new-{i}": "easy" for i in range(3)})
+    actual = make("h2", cells={"veto/files_known": cell(
+        {"veto_recall_at_k": 0.9, "mrr": 0.7}, 13, [f"scn-0{i}" for i in range(6)])},
+        digests={"veto/files_known": digests})
+    verdict = decide(base, actual, actual)
+    assert not [k for k in keys(verdict) if k.startswith("veto/files_known#")]
+    assert ("veto/files_known: 6 changed gold items passed at base and fail now (scn-00, scn-01, "
+            "scn-02, scn-03, scn-04 and 1 more): a harder item, or a regression behind the change "
+            "— reported, not a breach") in verdict.notes
+    assert any(n.startswith("veto/files_known: 3 gold items added to 10") for n in verdict.notes)
+
+
 def test_new_cells_are_reported_not_breaches() -> None:
     base = make("h1")
     actual = make("h2", cells={"veto/files_unknown": cell({"veto_recall_at_k": 0.1}, 10,
