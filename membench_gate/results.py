@@ -363,6 +363,11 @@ def _parse(model: type[_Model], data: bytes | str, label: str, version_required:
     raw = load_json(data, label)
     if not isinstance(raw, dict):
         raise GateError(f"{label}: expected a JSON object")
+    if "verdict" in raw and "exit_code" in raw and "cells" not in raw:
+        # What a failed run, merge or check leaves at its --out: say so, not 20 missing fields.
+        raise GateError(f"{label}: a verdict file (verdict {str(raw['verdict'])[:40]!r}), not "
+                        f"{'a baseline' if version_required else 'a results file'}: the command "
+                        "that wrote it failed or gated, it measured nothing")
     if "schema_version" not in raw:
         if version_required:
             raise GateError(f"{label}: schema_version: Field required")

@@ -47,6 +47,7 @@ from membench_gate.errors import GateError
 from membench_gate.polling import POLL_S, Poller
 
 STDERR_LINES = 50
+STDERR_LINE_CHARS = 2000
 EXIT_CHECK_S = 0.2  # how often a wait for an answer checks whether the adapter process ended
 SHUTDOWN_GRACE_S = 5.0
 MAX_LINE_BYTES = 256 * 1024 * 1024
@@ -218,7 +219,10 @@ class AdapterProcess:
         assert stream is not None
         try:
             for raw in stream:
-                self._stderr.append(raw.decode("utf-8", "replace").rstrip("\r\n"))
+                kept = raw.decode("utf-8", "replace").rstrip("\r\n")
+                if len(kept) > STDERR_LINE_CHARS:  # one line of megabytes would flood the error
+                    kept = kept[:STDERR_LINE_CHARS] + f" … ({len(kept)} characters)"
+                self._stderr.append(kept)
         except (OSError, ValueError):
             pass
         self._stderr_done.set()
@@ -307,7 +311,12 @@ class AdapterProcess:
             raise self._fail(where, f"an incomplete line on stdout (no newline before the end of "
                              f"output): {_excerpt(line)}")
         try:
-            message = _decode(line.decode("utf-8"))
+            text = line.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise self._fail(where, f"a line on stdout that is not UTF-8 ({exc.reason} at byte "
+                             f"{exc.start}): {_excerpt(line)}") from None
+        try:
+            message = _decode(text)
         except _NotJSONNumber as exc:
             if line.lstrip().startswith(b"{"):  # a response, with NaN or Infinity for a number
                 raise self._fail(where, f"{exc} in a response (JSON has no NaN or Infinity: "
@@ -319,6 +328,9 @@ class AdapterProcess:
                              "(stdout is for the protocol only; log to stderr)") from None
         if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
             raise self._fail(where, f"not a JSON-RPC 2.0 response: {_excerpt(line)}")
+        if "id" not in message:
+            raise self._fail(where, f"a message without an id (a notification?), expected the "
+                             f"response to id {ident}: {_excerpt(line)}")
         if message.get("id") != ident or isinstance(message.get("id"), bool):
             raise self._fail(where, f"a response to id {message.get('id')!r:.40}, expected {ident}")
         if "error" in message:

@@ -75,6 +75,16 @@ for line in sys.stdin:
             continue
         if mode == "wrong-id":
             rid += 1
+        if mode == "notification":
+            send({"jsonrpc": "2.0", "method": "log", "params": {"text": "warming up"}})
+            continue
+        if mode == "latin-1":
+            sys.stdout.buffer.write(b'{"note": "caf\xe9"}\n')
+            sys.stdout.flush()
+            continue
+        if mode == "long-stderr":
+            print("x" * 100_000, file=sys.stderr)
+            sys.exit(3)
         if mode == "error":
             send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32000,
                                                          "message": "index shard 3 is corrupt"}})
@@ -144,6 +154,9 @@ def test_a_well_behaved_scripted_adapter_runs(tmp_path: Path) -> None:
     ("half-line", "an incomplete line on stdout"),
     ("not-json", "not JSON: 'loading model weights... done'"),
     ("wrong-id", "a response to id"),
+    ("notification", "a message without an id (a notification?), expected the response to id"),
+    ("latin-1", "a line on stdout that is not UTF-8 (invalid continuation byte at byte 13)"),
+    ("long-stderr", "ended without answering (exit code 3)"),
     ("error", "index shard 3 is corrupt"),
     ("too-many", "6 hits for k=5"),
     ("duplicate", "returned twice"),
@@ -163,6 +176,8 @@ def test_a_misbehaving_search_is_an_error_naming_call_and_item(tmp_path: Path, m
     if mode in ("crash", "half-line", "error"):
         # The adapter's stderr, under the line, prefixed (never a workflow command).
         assert f"  | scripted adapter: misbehaving on purpose ({mode})" in done.stderr
+    if mode == "long-stderr":  # a line of megabytes is cut, with its length
+        assert f"  | {'x' * 2000} … (100000 characters)" in done.stderr.splitlines()
 
 
 def test_a_hanging_adapter_is_killed_after_the_timeout(tmp_path: Path) -> None:
