@@ -446,7 +446,8 @@ def _stop_on_signals() -> None:
         raise Terminated(signal.Signals(signum).name)
 
     for name in ("SIGTERM", "SIGHUP"):
-        if hasattr(signal, name):
+        # A signal the caller ignores (``nohup``) stays ignored.
+        if hasattr(signal, name) and signal.getsignal(getattr(signal, name)) is signal.SIG_DFL:
             signal.signal(getattr(signal, name), stop)
 
 
