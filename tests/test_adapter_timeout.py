@@ -46,6 +46,23 @@ def test_timeout_must_be_a_number(tmp_path: Path) -> None:
     assert done.returncode == 4 and "adapter.timeout" in done.stderr
 
 
+def command_adapter(tmp_path: Path, script: str, timeout: int) -> None:
+    """``script`` as the config's adapter (``python3 adapter.py``), on the veto suite."""
+    (tmp_path / "adapter.py").write_text(script)
+    (tmp_path / "membench.toml").write_text(
+        f'[adapter]\ncommand = ["python3", "adapter.py"]\ntimeout = {timeout}\n'
+        '[suites.veto]\nfixtures = ["builtin"]\n')
+
+
+def gone(pid: int) -> bool:
+    """Whether process ``pid`` has ended (waiting up to five seconds for it to be reaped)."""
+    for _ in range(50):
+        if not Path(f"/proc/{pid}").exists():
+            return True
+        time.sleep(0.1)
+    return False
+
+
 POURING = '''\
 import sys
 import time
@@ -65,10 +82,7 @@ for line in sys.stdin:  # answers initialize, then pours out a line that never e
 
 def test_an_answer_that_keeps_coming_is_late_all_the_same(tmp_path: Path) -> None:
     # Output that keeps arriving without ending its line does not hold the timeout off.
-    (tmp_path / "pouring.py").write_text(POURING)
-    (tmp_path / "membench.toml").write_text(
-        '[adapter]\ncommand = ["python3", "pouring.py"]\ntimeout = 1\n'
-        '[suites.veto]\nfixtures = ["builtin"]\n')
+    command_adapter(tmp_path, POURING, timeout=1)
     out = tmp_path / "results.json"
     done = run_cli("run", "--out", out, cwd=tmp_path, timeout=60)
     assert done.returncode == 4, done.stderr
@@ -98,10 +112,7 @@ for line in sys.stdin:  # answers initialize, then never answers again
 def test_a_terminated_command_stops_its_adapter_and_replaces_its_outputs(
         tmp_path: Path, command: list[str], signame: str) -> None:
     # `timeout`, `docker stop` or a cancelled job end the command like Ctrl-C does.
-    (tmp_path / "stuck.py").write_text(STUCK)
-    (tmp_path / "membench.toml").write_text(
-        '[adapter]\ncommand = ["python3", "stuck.py"]\ntimeout = 300\n'
-        '[suites.veto]\nfixtures = ["builtin"]\n')
+    command_adapter(tmp_path, STUCK, timeout=300)
     for name in ("out.json", "report.md"):
         (tmp_path / name).write_text("from an earlier run\n")
     gate = subprocess.Popen([sys.executable, "-m", "membench_gate", *command], cwd=tmp_path,
@@ -122,12 +133,7 @@ def test_a_terminated_command_stops_its_adapter_and_replaces_its_outputs(
     assert_error_verdict(tmp_path / "out.json")
     if "check" in command:
         assert "ERROR" in (tmp_path / "report.md").read_text().splitlines()[0]
-    adapter = int(pid_file.read_text())
-    for _ in range(50):  # killed and reaped: gone
-        if not Path(f"/proc/{adapter}").exists():
-            break
-        time.sleep(0.1)
-    assert not Path(f"/proc/{adapter}").exists()
+    assert gone(int(pid_file.read_text()))
 
 
 WITH_A_CHILD = '''\
@@ -152,18 +158,10 @@ def test_an_adapter_that_ends_is_reported_as_ended_and_its_children_are_stopped(
         tmp_path: Path, exit_code: int) -> None:
     # Its child still holds the adapter's stdout open: the gate does not wait out the timeout
     # (an hour here), it reports the end and the exit code, and stops the child too.
-    (tmp_path / "parent.py").write_text(WITH_A_CHILD.replace("EXIT_CODE", str(exit_code)))
-    (tmp_path / "membench.toml").write_text(
-        '[adapter]\ncommand = ["python3", "parent.py"]\ntimeout = 3600\n'
-        '[suites.veto]\nfixtures = ["builtin"]\n')
+    command_adapter(tmp_path, WITH_A_CHILD.replace("EXIT_CODE", str(exit_code)), timeout=3600)
     out = tmp_path / "results.json"
     done = run_cli("run", "--out", out, cwd=tmp_path, timeout=120)
     assert done.returncode == 4, done.stderr
     assert f"the adapter process ended without answering (exit code {exit_code})" in done.stderr
     assert_error_verdict(out)
-    child = int((tmp_path / "child.pid").read_text())
-    for _ in range(50):
-        if not Path(f"/proc/{child}").exists():
-            break
-        time.sleep(0.1)
-    assert not Path(f"/proc/{child}").exists()
+    assert gone(int((tmp_path / "child.pid").read_text()))
