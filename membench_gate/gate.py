@@ -34,9 +34,9 @@ from membench_gate.verdict import (
 # Rule 10's refusal in CI, which a bless in the pull request cannot fix (findings reads it).
 NO_BASE_BASELINE = "the base commit has a gate config but no baseline"
 UNBANKED = ("the justification blesses these breaches, but the committed baseline keeps the base's "
-            "numbers: merged as it is, the next pull request meets the same breaches, and this "
-            "text, then the base's, cannot bless them again; membench-gate bless commits this "
-            "run's numbers with the justification")
+            "numbers: merged as it is, every later pull request meets the same breaches, and a "
+            "copy of this justification cannot bless them (near-copies of the base's are refused); "
+            "membench-gate bless commits this run's numbers with the justification")
 EXIT_CODES = {"pass": 0, "regression": 1, "bless-required": 2, "inconclusive": 3, "error": 4}
 HARD_KINDS = ("zero", "floor")
 
