@@ -140,19 +140,14 @@ class SpokenTurn(_Item):
 
 
 def keyword_in(keyword: str, text: str) -> bool:
-    """Whether ``text`` holds ``keyword`` as whole words, ignoring case and punctuation
-    ("tea" is in "Green tea, please" but not in "the team")."""
-    return f" {_words(keyword)} " in f" {_words(text)} "
+    """Whether ``text`` contains ``keyword``, ignoring case (and how whitespace is spaced):
+    "May 12" is in "launch on may  12.", and "launch" in "launched"."""
+    return _folded(keyword) in _folded(text)
 
 
-# Everything but letters and digits (str.isalnum); a text is asked about many keywords, so its
-# words are kept.
-_NOT_ALNUM = re.compile(r"[\W_]+")
-
-
-@functools.lru_cache(maxsize=4096)
-def _words(value: str) -> str:
-    return " ".join(_NOT_ALNUM.sub(" ", value.casefold()).split())
+@functools.lru_cache(maxsize=4096)  # a text is asked about many keywords
+def _folded(value: str) -> str:
+    return " ".join(value.casefold().split())
 
 
 def _keywords(value: list[str]) -> list[str]:
