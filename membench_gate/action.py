@@ -32,11 +32,11 @@ _ANNOTATION_ORDER = ("zero", "floor", "metric", "metric-missing", "cell-missing"
                      "item-removed", "newly-failed")
 
 
-# How the action starts the gate in a child. ``python -m`` (like ``-c``) puts the working directory
-# — the pull request's checkout — first on ``sys.path``, where a ``membench_gate/`` folder would
-# stand in for the gate; that entry is dropped before anything of the gate is imported.
-GATE_CHILD = ("import sys; sys.path[:] = [p for p in sys.path if p != '']; "
-              "from membench_gate.cli import console; console()")
+# How the action starts the gate in a child: isolated (``-I``), so neither the working directory —
+# the pull request's checkout — nor a ``PYTHONPATH`` naming it (``.``, the workspace, an empty
+# entry) is on ``sys.path``, where a ``membench_gate/`` folder or a ``sitecustomize.py`` would
+# stand in for the gate. (The adapter's own process keeps the environment as it is.)
+GATE_CHILD = ["-I", "-c", "from membench_gate.cli import console; console()"]
 
 
 def _run_quarantined(args: list[str], env: Mapping[str, str]) -> int:
@@ -49,7 +49,7 @@ def _run_quarantined(args: list[str], env: Mapping[str, str]) -> int:
     child_env = {k: v for k, v in env.items() if k not in _WITHHELD}
     print(f"::stop-commands::{token}", flush=True)
     try:
-        done = subprocess.run([sys.executable, "-c", GATE_CHILD, *args], env=child_env,
+        done = subprocess.run([sys.executable, *GATE_CHILD, *args], env=child_env,
                               stderr=subprocess.STDOUT, check=False)
     finally:
         # On a line of its own: the child's last line may lack a newline.

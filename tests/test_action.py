@@ -104,8 +104,9 @@ _steps = itertools.count(1)
 
 
 def run_step(checkout: Checkout, fake: FakeGitHub, tmp_path: Path, merge_stderr: bool = False,
-             **given: str) -> StepRun:
-    """Run the gate step with action inputs ``given`` (underscores for dashes)."""
+             python: str = sys.executable, **given: str) -> StepRun:
+    """Run the gate step with action inputs ``given`` (underscores for dashes); ``python`` is
+    the interpreter the step's ``python`` names."""
     inputs = resolved_inputs({k.replace("_", "-"): v for k, v in given.items()},
                              {"github.token": TOKEN})
     step = tmp_path / f"step-{next(_steps)}"
@@ -141,7 +142,7 @@ def run_step(checkout: Checkout, fake: FakeGitHub, tmp_path: Path, merge_stderr:
     # The step's own `run:` line, run as the runner runs it, with `python` this interpreter.
     shim = tmp_path / "shim"
     shim.mkdir(exist_ok=True)
-    (shim / "python").write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
+    (shim / "python").write_text(f'#!/bin/sh\nexec "{python}" "$@"\n')
     (shim / "python").chmod(0o755)
     env["PATH"] = os.pathsep.join([str(shim), env.get("PATH", os.defpath)])
     done = subprocess.run(
@@ -373,11 +374,18 @@ def test_selftest_input_adds_the_gate_sensitivity_and_never_changes_the_verdict(
 SHADOW_GATE = "import sys\nsys.exit(0)\n"
 
 
+@pytest.mark.parametrize("pythonpath", [None, ".", ""])
 def test_a_membench_gate_folder_in_the_checkout_cannot_stand_in_for_the_gate(
-        origin: tuple[Path, str], fake: FakeGitHub, tmp_path: Path) -> None:
-    # The step and the check it starts run in the checkout; neither imports the gate from there.
-    # (The gate's config sits in bench/, so the adapter's host, which runs in the config's folder,
-    # is not the one in question here.)
+        origin: tuple[Path, str], fake: FakeGitHub, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch, pythonpath: str | None) -> None:
+    # The step and the check it starts run in the checkout; neither imports the gate from there,
+    # not even when PYTHONPATH names the working directory ("." or an empty entry). (The gate's
+    # config sits in bench/, so the adapter's host, which runs in the config's folder, is not
+    # the one in question here.)
+    if pythonpath is None:
+        monkeypatch.delenv("PYTHONPATH", raising=False)
+    else:
+        monkeypatch.setenv("PYTHONPATH", pythonpath)
     checkout = pull_request(origin, tmp_path, {
         "bench/membench.toml": config_text(adapter="silent:Silent"),
         "bench/silent.py": SILENT_ADAPTER,

@@ -2,13 +2,17 @@
 
 Issue seen: the action read ``verdict.json`` from disk and ignored how ``membench-gate check``
 exited, so a file left or forged by anything else decided the job. Here the check process's exit
-status is forged at interpreter exit (a ``sitecustomize`` that only acts in the check process),
-whatever runs the adapter, and the action must answer ERROR with every file replaced.
+status is forged at interpreter exit, whatever runs the adapter, and the action must answer ERROR
+with every file replaced. The check runs isolated (``python -I``: no ``PYTHONPATH``, no working
+directory), so the forger reaches it the only way left, a ``.pth`` file in the site-packages of
+a throwaway virtual environment that the step's ``python`` is.
 """
 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -32,6 +36,20 @@ atexit.register(_forge)
 '''
 
 
+def forging_python(venv: Path) -> Path:
+    """The python of a new virtual environment that sees this one's packages and imports the
+    forger at start-up."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    (site,) = venv.glob("lib/python*/site-packages")
+    ours = [p for p in sys.path if p.endswith("site-packages")]
+    # .pth lines that start with "import" run at start-up, -I or not.
+    (site / "zz-ours.pth").write_text("".join(f"import site; site.addsitedir({p!r})\n"
+                                              for p in ours))
+    (site / "forger.py").write_text(FORGER)
+    (site / "zz-forger.pth").write_text("import forger\n")
+    return venv / "bin" / "python"
+
+
 @pytest.fixture(scope="module")
 def origin(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     return blessed_origin(tmp_path_factory.mktemp("origin"), {"silent.py": SILENT_ADAPTER})
@@ -51,13 +69,9 @@ def fake() -> Iterator[FakeGitHub]:
 def test_a_verdict_file_the_exit_status_contradicts_is_an_error(
         origin: tuple[Path, str], fake: FakeGitHub, tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch, adapter: str, forged: str, said: str) -> None:
-    site = tmp_path / "site"
-    site.mkdir()
-    (site / "sitecustomize.py").write_text(FORGER)
-    monkeypatch.setenv("PYTHONPATH", str(site))
     monkeypatch.setenv("FORGED_EXIT", forged)
     checkout = pull_request(origin, tmp_path, {"membench.toml": config_text(adapter=adapter)})
-    run = run_step(checkout, fake, tmp_path)
+    run = run_step(checkout, fake, tmp_path, python=str(forging_python(tmp_path / "venv")))
     assert run.returncode == 4, run.log
     assert (run.outputs["verdict"], run.outputs["exit-code"]) == ("error", "4")
     verdict = run.verdict()
