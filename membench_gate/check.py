@@ -139,12 +139,17 @@ def replace_outputs(verdict: Verdict, paths: list[Path | None], reports: list[Pa
     """Write ``verdict`` over every output asked for (JSON files, Markdown reports): a failed
     command never leaves an earlier run's files behind to be read as this run's."""
     text = canonical_dumps(verdict.model_dump(mode="json"))
-    for path in paths:
-        if path is not None:
-            _replace(path, lambda: text)
-    for path in reports:
-        if path is not None:
-            _replace(path, lambda: _error_report(verdict))
+    stopped: BaseException | None = None
+    for path, content in [*((p, lambda: text) for p in paths),
+                          *((p, lambda: _error_report(verdict)) for p in reports)]:
+        if path is None:
+            continue
+        try:
+            _replace(path, content)
+        except BaseException as exc:  # (Ctrl-C again): every other file is replaced all the same
+            stopped = stopped or exc
+    if stopped is not None:
+        raise stopped
 
 
 def _error_report(verdict: Verdict) -> str:

@@ -184,9 +184,10 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 def cmd_run(args: argparse.Namespace) -> int:
     from membench_gate import early
 
-    # The adapter starts up (interpreter, its imports) while the gate imports the rest.
-    launched = early.launch(args.config)
+    launched = None
     try:
+        # The adapter starts up (interpreter, its imports) while the gate imports the rest.
+        launched = early.launch(args.config)
         from membench_gate.config import load_config
         from membench_gate.results import dumps_results, write_atomic
         from membench_gate.runner import progress_reporter, run
@@ -242,18 +243,23 @@ def _replace_out(exc: BaseException, out: Path | None, config: str | None) -> No
 def cmd_check(args: argparse.Namespace) -> int:
     from membench_gate import early
 
-    # The adapter starts up while the gate imports the rest; check adopts it or stops it.
-    launched = None if args.results is not None else early.launch(args.config)
+    launched = None
     try:
+        # The adapter starts up while the gate imports the rest; check adopts it or stops it.
+        launched = None if args.results is not None else early.launch(args.config)
         from membench_gate.check import Outputs, check
         from membench_gate.settings import Context
 
         outputs = Outputs(json=args.json, report=args.report, out=args.out,
                           base_out=args.base_out)
         context = Context.from_env()
-    except BaseException:  # check() did not take the adapter over: stop it here
+    except BaseException as exc:  # check() did not take over: stop the adapter, guard the files
         if launched is not None:
             launched.process.kill()
+        from membench_gate.check import error_verdict, replace_outputs
+
+        replace_outputs(error_verdict(exc, str(args.config)),
+                        [args.json, args.out, args.base_out], [args.report])
         raise
     return check(args.config, context, base_ref=args.base_ref, results=args.results,
                  allow_regression=args.allow_regression, include_holdout=args.include_holdout,
@@ -431,7 +437,11 @@ def console() -> NoReturn:
     young, _, _ = gc.get_threshold()
     gc.set_threshold(young, 100, 100)
     _stop_on_signals()
-    code = main()
+    try:
+        code = main()
+    except KeyboardInterrupt as exc:  # between the command's own guards (stream set-up, exit)
+        _say(f"membench-gate: error: {describe(exc)}")
+        code = EXIT_ERROR
     gc.freeze()
     raise SystemExit(code)
 
@@ -443,12 +453,15 @@ def _stop_on_signals() -> None:
     import signal
 
     def stop(signum: int, frame: object) -> None:
+        for name in names:  # once is enough: a second signal must not cut the clean-up short
+            signal.signal(getattr(signal, name), signal.SIG_IGN)
         raise Terminated(signal.Signals(signum).name)
 
-    for name in ("SIGTERM", "SIGHUP"):
-        # A signal the caller ignores (``nohup``) stays ignored.
-        if hasattr(signal, name) and signal.getsignal(getattr(signal, name)) is signal.SIG_DFL:
-            signal.signal(getattr(signal, name), stop)
+    # A signal the caller ignores (``nohup``) stays ignored.
+    names = [name for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name)
+             and signal.getsignal(getattr(signal, name)) is signal.SIG_DFL]
+    for name in names:
+        signal.signal(getattr(signal, name), stop)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -481,6 +494,9 @@ def _dispatch(argv: list[str], debug: bool) -> int:
     except GateError as exc:
         _say(f"membench-gate: error: {exc}")
         return exc.exit_code
+    except KeyboardInterrupt as exc:  # stopped before the command began: nothing written yet
+        _say(f"membench-gate: error: {describe(exc)}")
+        return EXIT_ERROR
     # Everything a command raises, SystemExit and KeyboardInterrupt included, is an ERROR (or a
     # GateError's own code): only a finished command's return value is a verdict.
     try:

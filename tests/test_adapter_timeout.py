@@ -165,3 +165,51 @@ def test_an_adapter_that_ends_is_reported_as_ended_and_its_children_are_stopped(
     assert f"the adapter process ended without answering (exit code {exit_code})" in done.stderr
     assert_error_verdict(out)
     assert gone(int((tmp_path / "child.pid").read_text()))
+
+
+# The gate stopped by a signal at a given moment: the code below patches the gate in a fresh
+# interpreter so that the signal arrives exactly there, then runs the console entry point.
+SIGNAL_AT = '''\
+import os
+import signal
+import sys
+
+from membench_gate import check, cli, early
+
+where = sys.argv.pop(1)
+
+
+def stop_here(*args, **kwargs):
+    os.kill(os.getpid(), signal.SIGTERM)
+    raise AssertionError("the signal did not stop the command")
+
+
+if where == "parse":
+    cli.build_parser = stop_here
+elif where == "launch":
+    early.launch = stop_here
+elif where == "clean-up":  # a second signal while the files are being replaced
+    replace = check._replace
+    def again(path, text):
+        os.kill(os.getpid(), signal.SIGTERM)
+        replace(path, text)
+    early.launch = stop_here
+    check._replace = again
+cli.console()
+'''
+
+
+@pytest.mark.parametrize("where", ["parse", "launch", "clean-up"])
+def test_a_signal_at_any_moment_is_one_line_and_leaves_no_stale_file(
+        tmp_path: Path, where: str) -> None:
+    command_adapter(tmp_path, STUCK, timeout=300)
+    for name in ("v.json", "r.md"):
+        (tmp_path / name).write_text("from an earlier run\n")
+    done = subprocess.run([sys.executable, "-c", SIGNAL_AT, where, "check", "--json", "v.json",
+                           "--report", "r.md"], cwd=tmp_path, env=cli_env(),
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 4, done.stderr
+    assert done.stderr.splitlines() == ["membench-gate: error: terminated (SIGTERM)"]
+    if where != "parse":  # (stopped before a file was named: nothing to replace)
+        assert_error_verdict(tmp_path / "v.json")
+        assert "ERROR" in (tmp_path / "r.md").read_text().splitlines()[0]
