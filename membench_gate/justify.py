@@ -1,8 +1,8 @@
 """The justification checks of rule 8: a blessed regression must be explained, specifically.
 
 A justification passes when its text is at least 40 characters; is not a placeholder ("n/a",
-"todo", "update baseline", … matched fuzzily, or a text marked as one: "TODO", "TBD", "lorem
-ipsum" anywhere, "WIP" or "placeholder" first); has at least 6 distinct words besides the metric,
+"todo", "update baseline", … matched fuzzily, or a text marked as one: "TODO" or "FIXME"
+anywhere, "wip:" first, "placeholder text", lorem ipsum); has at least 6 distinct words besides the metric,
 cell and item names it mentions; names every breached metric or its cell (fuzzy); and is not a
 near-copy of the base baseline's justification.
 
@@ -39,12 +39,14 @@ PLACEHOLDERS = (
     "accept regression", "accepted", "expected", "as expected", "intentional", "see pr",
     "see description", "see above", "whatever", "no reason", "because", "ignore", "placeholder",
 )
-# Marks that say the reason is still to be written: the uppercase markers of unfinished text
-# wherever they stand ("… TODO: explain later"), one of these words first ("Placeholder text
-# until …", "wip: …"), and lorem ipsum. (A lowercase "todo list" inside a sentence is prose.)
-_UNFINISHED = re.compile(r"\b(?:TODO|TBD|TBA|FIXME|XXX)\b")
-_UNFINISHED_FIRST = re.compile(r"\W*(?:todo|tbd|tba|fixme|wip|placeholder)\b", re.IGNORECASE)
-_LOREM = re.compile(r"\blorem\s+ipsum\b", re.IGNORECASE)
+# Marks that say the reason is still to be written: an uppercase marker of unfinished text anywhere
+# ("… TODO: explain later"), one opening the text with a colon or a dash ("wip: …", "tbd - …"),
+# "placeholder text/reason/for …" and lorem ipsum. A lowercase "todo list" or "placeholder pages"
+# in a sentence is prose, and "XXX-large" a name.
+_UNFINISHED = re.compile(r"(?<![\w-])(?:TODO|TBD|TBA|FIXME|XXX)(?![\w-])")
+_UNFINISHED_FIRST = re.compile(r"\W*(?:todo|tbd|tba|fixme|wip)\s*[:\-\u2013\u2014]", re.IGNORECASE)
+_UNFINISHED_ANYWHERE = re.compile(r"\bplaceholder\s+(?:text|reason|justification|for)\b|"
+                                  r"\blorem\s+ipsum\b", re.IGNORECASE)
 _PLACEHOLDER_RATIO = 85
 _MENTION_RATIO = 90
 _COPY_RATIO = 90
@@ -143,9 +145,13 @@ def is_placeholder(text: str, names: set[str] | None = None) -> bool:
 
 
 def _marked(text: str) -> bool:
-    """Is ``text`` marked as unfinished (a TODO, a leading "placeholder", lorem ipsum)?"""
-    text = unicodedata.normalize("NFKC", text)
-    return bool(_UNFINISHED.search(text) or _UNFINISHED_FIRST.match(text) or _LOREM.search(text))
+    """Is ``text`` marked as unfinished (see ``_UNFINISHED``)? Read as :func:`fold` reads it,
+    invisible characters dropped and look-alikes folded, but with its case kept."""
+    text = unicodedata.normalize("NFD", unicodedata.normalize("NFKC", text))
+    text = "".join(c for c in text if unicodedata.category(c) not in ("Mn", "Me", "Cf"))
+    text = text.translate(_FOLD)
+    return bool(_UNFINISHED.search(text) or _UNFINISHED_FIRST.match(text)
+                or _UNFINISHED_ANYWHERE.search(text))
 
 
 def is_near_copy(text: str, base_text: str, names: set[str]) -> bool:

@@ -351,6 +351,12 @@ def _regressed() -> tuple[Baseline, Baseline, list[str]]:
     ("Placeholder text goes here until someone writes a real reason for veto/files_known",
      "placeholder"),
     ("lorem ipsum dolor sit amet consectetur adipiscing veto/files_known", "placeholder"),
+    # ... also behind look-alike letters and invisible characters.
+    ("veto/files_known dropped a little; T\u041eDO: write the reason down once we know", "placeholder"),
+    ("veto/files_known dropped a little; TO\u200bDO: write the reason down once we know",
+     "placeholder"),
+    ("L\u043erem ipsum dolor sit amet consectetur adipiscing veto/files_known", "placeholder"),
+    ("wip: veto/files_known dropped because the ranking changed, reason to follow", "placeholder"),
     # One letter repeated is not a word.
     ("aaaa bbbb cccc dddd eeee ffff veto/files_known veto_recall_at_k zzzzzzzzzz", "too short"),
 ])
@@ -365,8 +371,11 @@ def test_bad_justifications_are_named(text: str, why: str) -> None:
 @pytest.mark.parametrize("text", [
     "recall_at_k on recall/default: moved e5 to v2 of bge, p95 40 ms",  # identifiers count
     "recall_at_k गिरा: नई मॉडल सूची टीम ने मानी, ठीक है",  # Hindi: every piece of the script counts
-    # A lowercase "todo" inside a sentence is prose, not a marker.
+    # A lowercase "todo" inside a sentence is prose, not a marker, and so are these.
     "recall/default fell: the todo list app's notes are now chunked by heading, as planned",
+    "Todo list records now carry their due date, which lowers recall_at_k on recall/default",
+    "Placeholder pages were removed from the corpus, so recall/default answers fewer questions",
+    "The XXX-large embedding model replaced the small one; recall/default fell as it hedges",
 ])
 def test_terse_and_non_latin_justifications_have_their_words(text: str) -> None:
     outcome = check_justification(text, ["recall/default:recall_at_k"])
