@@ -196,7 +196,7 @@ class AdapterProcess:
         step = EXIT_CHECK_S if left is None else min(left, EXIT_CHECK_S)
         if select.select([self._fd], [], [], step)[0]:
             return True
-        if self.proc.poll() is not None and not select.select([self._fd], [], [], 0)[0]:
+        if self._ended(0) is not None and not select.select([self._fd], [], [], 0)[0]:
             self._eof = True
         return False
 
@@ -299,10 +299,30 @@ class AdapterProcess:
             pass  # the process is gone: the reader sees the end of its output
 
     def _exit_code(self) -> int | None:
+        return self._ended(1.0)
+
+    def _ended(self, timeout: float) -> int | None:
+        """The adapter's exit status once it has ended (waiting up to ``timeout`` seconds), else
+        None — without reaping it: until :meth:`kill` has signalled its process group, the
+        group's id must stay the adapter's own, never one the system could hand out again."""
+        deadline, pause = time.monotonic() + timeout, 0.0005
+        while True:
+            status = self._status()
+            if status is not None or time.monotonic() >= deadline:
+                return status
+            time.sleep(pause)
+            pause = min(pause * 2, 0.05)
+
+    def _status(self) -> int | None:
+        if self.proc.returncode is not None or not hasattr(os, "waitid"):
+            return self.proc.poll()
         try:
-            return self.proc.wait(timeout=1.0)
-        except subprocess.TimeoutExpired:
+            info = os.waitid(os.P_PID, self.proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        except ChildProcessError:
+            return self.proc.poll()
+        if info is None:
             return None
+        return info.si_status if info.si_code == os.CLD_EXITED else -info.si_status
 
     def _result(self, where: _Where, ident: int, line: bytes) -> Any:
         if not line.endswith(b"\n"):
@@ -376,11 +396,10 @@ class AdapterProcess:
         """Stop the process: at once, or after a ``shutdown`` when the grace period ends."""
         self._dead = True
         if self._exit_by is not None:
-            with suppress(subprocess.TimeoutExpired):
-                self.proc.wait(timeout=max(0.0, self._exit_by - time.monotonic()))
+            self._ended(max(0.0, self._exit_by - time.monotonic()))
             self._exit_by = None
         # The whole process group, even when the adapter itself has ended: a child it started
-        # (a server, a worker) must not outlive the run.
+        # (a server, a worker) must not outlive the run. The adapter is reaped only after this.
         try:
             os.killpg(self.proc.pid, signal.SIGKILL)
         except (OSError, AttributeError):

@@ -685,3 +685,18 @@ def test_an_adapter_without_write_is_refused_before_any_suite_runs(tmp_path: Pat
     done = run_cli("run", cwd=folder)
     assert_error(done, "suite writeback: the adapter does not implement write(session)")
     assert "adapter calls done" not in done.stderr  # no suite ran first
+
+
+def test_an_ended_adapter_is_reaped_only_after_its_process_group_is_stopped(
+        tmp_path: Path) -> None:
+    # Reaping frees the adapter's pid, which is also its process group's id: the group is
+    # signalled first, while the id is still the adapter's (a zombie holds it), then reaped.
+    from membench_gate.rpc import AdapterProcess
+
+    process = AdapterProcess([sys.executable, "-c", "import sys; sys.exit(7)"], tmp_path, 10)
+    pid = process.proc.pid
+    assert process._ended(10) == 7
+    assert Path(f"/proc/{pid}").exists()  # ended, not reaped
+    assert process._exit_code() == 7
+    process.kill()
+    assert process.proc.returncode == 7 and not Path(f"/proc/{pid}").exists()
