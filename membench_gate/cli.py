@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import NoReturn, TextIO
 
 from membench_gate import __version__
-from membench_gate.errors import GateError, Terminated, describe, exit_code_of
+from membench_gate.errors import GateError, Terminated, describe, exit_code_of, visible
 
 EXIT_ERROR = 4
 DESCRIPTION = ("Gate the pull requests of an AI-agent memory system on deterministic benchmark "
@@ -414,8 +414,10 @@ def _settle(stream: TextIO | None) -> None:
 
 
 def _say(line: str) -> None:
+    """One line on stderr, its control characters shown as escapes: an id or an adapter's
+    output in an error can never start a line of its own (a workflow command in a CI log)."""
     with contextlib.suppress(OSError, ValueError, AttributeError):
-        print(line, file=sys.stderr)
+        print(visible(line), file=sys.stderr)
 
 
 def console() -> NoReturn:
@@ -424,9 +426,10 @@ def console() -> NoReturn:
 
     A command's first tens of milliseconds create some hundred thousand objects that live to
     the end (modules, classes, validators), and with the default thresholds the collector walks
-    them again and again as older generations fill. Collecting the older generations ten times
-    less often halves that (about 7 ms of a ``check --results``); the youngest generation, where
-    short-lived cycles die, is collected as usual.
+    them again and again as older generations fill. Collecting the middle generation ten times
+    less often, and so the oldest a hundred times less often, halves that (about 7 ms of a
+    ``check --results``); the youngest generation, where short-lived cycles die, is collected as
+    usual.
 
     Everything a command made is still alive at exit, and the interpreter's last garbage
     collections walk it all (some 15 ms after a ``check --results``). Nothing the gate owns waits

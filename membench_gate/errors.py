@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Sequence
 
 
@@ -66,3 +67,16 @@ def describe(exc: BaseException) -> str:
 def _one_line(text: str) -> str:
     lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
     return " ".join(lines[:1]) + (" …" if len(lines) > 1 else "") if lines else ""
+
+
+# Characters that act instead of showing: C0/C1 controls (a line break, a terminal escape) and the
+# bidirectional formatting marks that reorder what is shown around them.
+_UNSEEN = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def visible(text: str) -> str:
+    """``text`` with every control or bidirectional formatting character written as its escape
+    (``\\x1b``, ``\\u202e``): an id from a fixture cannot start a new line (a workflow command
+    in a CI log), colour a terminal or turn the text around it backwards."""
+    return _UNSEEN.sub(lambda m: f"\\x{ord(m.group(0)):02x}" if ord(m.group(0)) < 0x100
+                       else f"\\u{ord(m.group(0)):04x}", text)

@@ -25,9 +25,10 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
 from membench_gate import findings, metrics
+from membench_gate.errors import visible
 from membench_gate.measurement import data_dir
 from membench_gate.results import Baseline, Results, round4
-from membench_gate.summary import metric_text, visible
+from membench_gate.summary import metric_text
 from membench_gate.verdict import Breach, Breaches, ItemBreaches, Verdict
 
 COMMENT_LIMIT = 60_000

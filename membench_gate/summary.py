@@ -7,10 +7,10 @@ failed, then commands that work as printed.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from membench_gate import findings
+from membench_gate.errors import visible
 from membench_gate.metrics import gate_kind
 from membench_gate.results import Results, round4
 from membench_gate.verdict import Verdict
@@ -36,19 +36,6 @@ def _cell_line(name: str, results: Results) -> str:
              if gate_kind(name, m) != "report"]
     return f"  {name}: {passed}/{cell.gold_total} gold items pass" + \
         (f"  {' '.join(shown)}" if shown else "")
-
-
-# Characters that act instead of showing: C0/C1 controls (a line break, a terminal escape) and the
-# bidirectional formatting marks that reorder what is shown around them.
-_UNSEEN = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-
-
-def visible(text: str) -> str:
-    """``text`` with every control or bidirectional formatting character written as its escape
-    (``\\x1b``, ``\\u202e``): an id from a fixture cannot start a new line (a workflow command
-    in a CI log), colour a terminal or turn the text around it backwards."""
-    return _UNSEEN.sub(lambda m: f"\\x{ord(m.group(0)):02x}" if ord(m.group(0)) < 0x100
-                       else f"\\u{ord(m.group(0)):04x}", text)
 
 
 def run_summary(results: Results, out: Path | None) -> str:

@@ -326,3 +326,13 @@ def test_explain_unknown_metric() -> None:
     proc = run_cli("explain", "nope")
     assert_error(proc, "nope")
     assert proc.stdout == ""
+
+
+def test_an_error_line_cannot_start_a_workflow_command(tmp_path: Path) -> None:
+    # What the user passed (a path here, an id or an adapter's words elsewhere) is shown with
+    # its control characters escaped: one line, whatever it holds.
+    done = run_cli("run", "--config", "nope\n::error title=x::PASS\x1b[31m.toml", cwd=tmp_path)
+    assert done.returncode == 4
+    assert done.stderr.splitlines() == [
+        "membench-gate: error: nope\\x0a::error title=x::PASS\\x1b[31m.toml: config file not "
+        "found (pass --config)"]
