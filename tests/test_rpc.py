@@ -9,6 +9,7 @@ results or verdict file left from an earlier run.
 from __future__ import annotations
 
 import json
+import re
 import os
 import subprocess
 import sys
@@ -171,6 +172,7 @@ def test_a_misbehaving_search_is_an_error_naming_call_and_item(tmp_path: Path, m
     out.write_text("stale results of an earlier run")
     done = run_cli("run", "--out", str(out), cwd=scripted(tmp_path, mode))
     first = assert_error(done, "adapter search() failed in suite abstention, item probe-", why)
+    assert re.search(r"item probe-\d+ in abstention/default: ", first), first  # and its cell
     assert len(first) < 400
     assert_error_verdict(out)
     if mode in ("crash", "half-line", "error"):

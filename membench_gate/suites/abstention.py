@@ -87,7 +87,8 @@ def run(fx: SuiteFixtures, session: SuiteSession, options: AbstentionOptions,
     _ingest(session, fx, real_ids)
     answers: dict[str, Answer] = {}
     for done, probe in enumerate(probes, 1):
-        answers[probe.id] = session.search(Query(text=probe.question, k=k), probe.id)
+        answers[probe.id] = session.search(Query(text=probe.question, k=k),
+                                           f"{probe.id} in abstention/default")
         if progress:
             progress("abstention", done, total)
 
@@ -95,7 +96,8 @@ def run(fx: SuiteFixtures, session: SuiteSession, options: AbstentionOptions,
     _ingest(session, fx, shuffled_ids)
     shuffled: dict[str, Answer] = {}
     for done, probe in enumerate(probes, len(probes) + 1):
-        shuffled[probe.id] = session.search(Query(text=probe.question, k=k), probe.id)
+        shuffled[probe.id] = session.search(Query(text=probe.question, k=k),
+                                            f"{probe.id} in abstention/control_shuffled")
         if progress:
             progress("abstention", done, total)
 

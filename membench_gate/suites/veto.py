@@ -60,8 +60,9 @@ def run(fx: SuiteFixtures, session: SuiteSession, options: VetoOptions,
         cell: dict[str, dict[str, Any]] = {}
         for scenario, as_of in scenarios:
             files = () if condition == "files_unknown" else tuple(scenario.files)
+            # (named with its cell in errors: the same scenario is asked in each condition)
             answer = session.search(Query(text=scenario.task, k=k, files=files, as_of=as_of),
-                                    scenario.id)
+                                    f"{scenario.id} in veto/{condition}")
             ids = [hit.id for hit in answer.hits[:k]]
             target = scenario.veto_decision_id
             rank = ids.index(target) + 1 if target in ids else None
