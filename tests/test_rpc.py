@@ -9,8 +9,8 @@ results or verdict file left from an earlier run.
 from __future__ import annotations
 
 import json
-import re
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
