@@ -67,9 +67,14 @@ def fold(text: str) -> str:
     Latin, case folded."""
     if text.isascii():  # all of that is lowercasing for ASCII, a hundred thousand keys a check
         return text.lower()
+    return _as_seen(text).casefold().translate(_FOLD)
+
+
+def _as_seen(text: str) -> str:
+    """NFKC, no marks or invisible characters, confusables folded to Latin; case kept."""
     text = unicodedata.normalize("NFD", unicodedata.normalize("NFKC", text))
     text = "".join(c for c in text if unicodedata.category(c) not in ("Mn", "Me", "Cf"))
-    return text.translate(_FOLD).casefold().translate(_FOLD)
+    return text.translate(_FOLD)
 
 
 def _norm(text: str) -> str:
@@ -147,9 +152,7 @@ def is_placeholder(text: str, names: set[str] | None = None) -> bool:
 def _marked(text: str) -> bool:
     """Is ``text`` marked as unfinished (see ``_UNFINISHED``)? Read as :func:`fold` reads it,
     invisible characters dropped and look-alikes folded, but with its case kept."""
-    text = unicodedata.normalize("NFD", unicodedata.normalize("NFKC", text))
-    text = "".join(c for c in text if unicodedata.category(c) not in ("Mn", "Me", "Cf"))
-    text = text.translate(_FOLD)
+    text = _as_seen(text)
     return bool(_UNFINISHED.search(text) or _UNFINISHED_FIRST.match(text)
                 or _UNFINISHED_ANYWHERE.search(text))
 

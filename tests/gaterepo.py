@@ -201,10 +201,15 @@ def resolved_inputs(given: Mapping[str, str], context: Mapping[str, str]) -> dic
             for name, item in spec.items()}
 
 
+def action_step(step_id: str) -> dict[str, Any]:
+    """The composite step ``step_id`` of action.yml."""
+    return next(s for s in action_spec()["runs"]["steps"] if s.get("id") == step_id)
+
+
 def step_env(step_id: str, inputs: Mapping[str, str], context: Mapping[str, str]
              ) -> dict[str, str]:
     """The ``env:`` of the composite step ``step_id``, with its expressions evaluated."""
-    step = next(s for s in action_spec()["runs"]["steps"] if s.get("id") == step_id)
+    step = action_step(step_id)
     return {name: evaluate(str(value), inputs, context)
             for name, value in (step.get("env") or {}).items()}
 

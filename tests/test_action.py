@@ -32,6 +32,7 @@ from gaterepo import (
     UNTERMINATED_ADAPTER,
     Checkout,
     action_spec,
+    action_step,
     blessed_origin,
     config_text,
     parse_file_command,
@@ -146,7 +147,7 @@ def run_step(checkout: Checkout, fake: FakeGitHub, tmp_path: Path, merge_stderr:
     (shim / "python").chmod(0o755)
     env["PATH"] = os.pathsep.join([str(shim), env.get("PATH", os.defpath)])
     done = subprocess.run(
-        ["bash", "--noprofile", "--norc", "-e", "-o", "pipefail", "-c", gate_step()["run"]],
+        ["bash", "--noprofile", "--norc", "-e", "-o", "pipefail", "-c", action_step("gate")["run"]],
         cwd=checkout.path, env=env, text=True,
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT if merge_stderr else subprocess.PIPE,
         check=False,
@@ -157,10 +158,6 @@ def run_step(checkout: Checkout, fake: FakeGitHub, tmp_path: Path, merge_stderr:
                      runner_temp / "membench-gate")
     assert_token_masked(result)
     return result
-
-
-def gate_step() -> dict:
-    return next(s for s in action_spec()["runs"]["steps"] if s.get("id") == "gate")
 
 
 def assert_token_masked(run: StepRun) -> None:
