@@ -232,6 +232,9 @@ def _comment(paths: dict[str, Path], settings: Settings, extra: str = "") -> str
 
 
 if __name__ == "__main__":
+    from membench_gate.cli import without_pydantic_plugins
+
+    without_pydantic_plugins()
     try:
         raise SystemExit(main())
     except GateError as exc:

@@ -26,7 +26,7 @@ from membench_gate.results import Baseline, UnknownSchemaVersion, parse_baseline
 from membench_gate.verdict import BaseInfo, Breach
 
 if TYPE_CHECKING:
-    from membench_gate.gitbase import Repo
+    from membench_gate.gitbase import Repo, Started
     from membench_gate.settings import Context
 
 MOVED_KEY = "gate:baseline-moved"
@@ -107,19 +107,20 @@ def _base_gate(text: str, label: str) -> tuple[str | None, dict[str, float]]:
 
 
 def read_base(config: Config, base_ref: str | None, context: Context | None = None,
-              config_arg: Path | None = None) -> BaseSide:
+              config_arg: Path | None = None, git: Started | None = None) -> BaseSide:
     """Resolve the base commit and read its config, baseline and floors — never the PR's.
 
     ``context`` says whether this is CI and which event the run serves (default: a local run,
     no event). ``config_arg`` is the config path as the user gave it (``--config``); it defaults
-    to the config's own path. Raises ``GateError`` in CI when no base commit can be found (with
+    to the config's own path; ``git`` are the repository's git processes when they were started
+    ahead for its folder. Raises ``GateError`` in CI when no base commit can be found (with
     what was tried), and for a base whose config or baseline cannot be read.
     """
     from membench_gate import gitbase
 
     ci = context is not None and context.ci
     config_arg = config.path if config_arg is None else config_arg
-    with gitbase.open_repo(Path(os.path.abspath(config_arg)).parent) as repo:
+    with gitbase.open_repo(Path(os.path.abspath(config_arg)).parent, git) as repo:
         config_rel = config_relpath(repo.root, config_arg)
         head_baseline = beside(config_rel, config.baseline, "gate.baseline")
         if ci:

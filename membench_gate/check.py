@@ -34,6 +34,7 @@ from membench_gate.summary import verdict_summary
 from membench_gate.verdict import Verdict
 
 if TYPE_CHECKING:  # checking a results file never starts an adapter
+    from membench_gate.gitbase import Started
     from membench_gate.rpc import Handshake
 
 __all__ = ["BaseSide", "Outputs", "check", "read_base", "read_committed", "read_results"]
@@ -172,7 +173,8 @@ def _replace(path: Path, text: Callable[[], str]) -> None:
 def check(config_path: Path, context: Context, *, base_ref: str | None = None,
           results: Path | None = None, allow_regression: str | None = None,
           include_holdout: bool = False, verify_determinism: bool = False,
-          outputs: Outputs = Outputs(), launched: Handshake | None = None) -> int:
+          outputs: Outputs = Outputs(), launched: Handshake | None = None,
+          git: Started | None = None) -> int:
     """``membench-gate check``: run (or read ``results``), compare with the base commit's
     baseline, return the verdict's exit code.
 
@@ -180,7 +182,9 @@ def check(config_path: Path, context: Context, *, base_ref: str | None = None,
     written for every outcome: when the check fails — any exception, a SystemExit included —
     each is replaced by the error verdict, so a CI job never shows or re-reads the files of an
     earlier run. ``launched`` is the adapter when the caller started it early (``run`` then
-    leaves it to exit while the verdict is written; it is reaped at the end).
+    leaves it to exit while the verdict is written; it is reaped at the end). ``git`` are the
+    git processes of the base lookup when the caller started them ahead for the config's folder
+    (ended at the end when the lookup did not adopt them).
     """
     try:
         config = load_config(config_path).with_holdout(include_holdout)
@@ -195,7 +199,7 @@ def check(config_path: Path, context: Context, *, base_ref: str | None = None,
         if outputs.out is not None and results is None:
             write_atomic(outputs.out, dumps_results(actual))
         verdict, base = _compare(config, context, config_path, actual, reasons, base_ref,
-                                 allow_regression)
+                                 allow_regression, git)
         write_outputs(outputs, verdict, actual, base.baseline)
         print(verdict_summary(verdict, actual, base.baseline))
         return verdict.exit_code
@@ -206,14 +210,16 @@ def check(config_path: Path, context: Context, *, base_ref: str | None = None,
     finally:
         if launched is not None:
             launched.process.kill()
+        if git is not None:
+            git.close()
 
 
 def _compare(config: Config, context: Context, config_path: Path, actual: Results,
-             reasons: list[str], base_ref: str | None, allow_regression: str | None
-             ) -> tuple[Verdict, BaseSide]:
+             reasons: list[str], base_ref: str | None, allow_regression: str | None,
+             git: Started | None = None) -> tuple[Verdict, BaseSide]:
     """The verdict on ``actual`` against the base commit's baseline and the committed one;
     ``reasons`` are why the results cannot be compared at all (INCONCLUSIVE)."""
-    base = read_base(config, base_ref, context, config_arg=config_path)
+    base = read_base(config, base_ref, context, config_arg=config_path, git=git)
     if base.inconclusive:
         reasons.append(base.inconclusive)
     committed = read_committed(config)

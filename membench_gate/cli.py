@@ -12,6 +12,7 @@ import contextlib
 import gc
 import os
 import sys
+import types
 from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn, TextIO
@@ -243,10 +244,15 @@ def _replace_out(exc: BaseException, out: Path | None, config: str | None) -> No
 def cmd_check(args: argparse.Namespace) -> int:
     from membench_gate import early
 
-    launched = None
+    launched = git = None
     try:
         # The adapter starts up while the gate imports the rest; check adopts it or stops it.
-        launched = None if args.results is not None else early.launch(args.config)
+        # With a results file there is no adapter: the git processes of the base lookup start
+        # instead, and run while the gate imports.
+        if args.results is None:
+            launched = early.launch(args.config)
+        else:
+            git = early.start_git(args.config)
         from membench_gate.check import Outputs, check
         from membench_gate.settings import Context
 
@@ -256,6 +262,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     except BaseException as exc:  # check() did not take over: stop the adapter, guard the files
         if launched is not None:
             launched.process.kill()
+        if git is not None:
+            git.close()
         from membench_gate.check import error_verdict, replace_outputs
 
         replace_outputs(error_verdict(exc, str(args.config)),
@@ -263,7 +271,8 @@ def cmd_check(args: argparse.Namespace) -> int:
         raise
     return check(args.config, context, base_ref=args.base_ref, results=args.results,
                  allow_regression=args.allow_regression, include_holdout=args.include_holdout,
-                 verify_determinism=args.verify_determinism, outputs=outputs, launched=launched)
+                 verify_determinism=args.verify_determinism, outputs=outputs, launched=launched,
+                 git=git)
 
 
 def cmd_bless(args: argparse.Namespace) -> int:
@@ -437,6 +446,7 @@ def console() -> NoReturn:
     ``gc.freeze`` moves those objects out of the collector's sight; stdout, stderr and every exit
     handler are still flushed and run as usual.
     """
+    without_pydantic_plugins()
     young, _, _ = gc.get_threshold()
     gc.set_threshold(young, 100, 100)
     _stop_on_signals()
@@ -447,6 +457,26 @@ def console() -> NoReturn:
         code = EXIT_ERROR
     gc.freeze()
     raise SystemExit(code)
+
+
+def without_pydantic_plugins() -> None:
+    """Validate with the gate's own schemas alone in this process: no pydantic plugin runs.
+
+    pydantic loads a plugin from every installed distribution that registers one (an entry
+    point in its ``pydantic`` group) and calls it around each validation. What the gate's
+    verdict rests on is validated by its schemas only, whatever else the job installed. pydantic
+    asks its loader module for its plugins; the gate's processes (the console script, ``python -m
+    membench_gate`` and the action's step) put a loader with none in its place before the first
+    model is built, which also spares every command the import of ``importlib.metadata`` and a
+    scan of every installed distribution's metadata (about 15 ms). Code that imports the
+    gate's modules in a process of its own (an adapter) keeps its plugins.
+    """
+    name = "pydantic.plugin._loader"
+    if name in sys.modules:  # loaded already: this process's models were built with it
+        return
+    loader = types.ModuleType(name, "pydantic's plugin loader, with no plugin (membench-gate)")
+    loader.get_plugins = tuple  # type: ignore[attr-defined]  # () plugins
+    sys.modules[name] = loader
 
 
 def _stop_on_signals() -> None:

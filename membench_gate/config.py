@@ -191,9 +191,11 @@ Floors = Annotated[
 class ConfigFile(_Table):
     """The whole ``membench.toml``."""
 
-    adapter: AdapterTable = Field(default_factory=AdapterTable)
-    suites: Suites = Field(default_factory=Suites)
-    gate: GateTable = Field(default_factory=GateTable)
+    # A table left out is its model's defaults, made without validating them (they are the
+    # model's own): a table's validator is built only when a file gives the table.
+    adapter: AdapterTable = Field(default_factory=AdapterTable.model_construct)
+    suites: Suites = Field(default_factory=Suites.model_construct)
+    gate: GateTable = Field(default_factory=GateTable.model_construct)
     # ">=" for a higher-is-better metric, "<=" for a lower one; not recorded (rule 2 reads both
     # the base commit's and the working tree's).
     floors: Floors = Field(default_factory=dict)

@@ -8,6 +8,10 @@ decides: :meth:`membench_gate.config.Config.launch` adopts this process only whe
 the one the config starts (same argv, folder and options), and otherwise stops it and starts its
 own. A config that turns out to be invalid stops it too, so nothing the early start did can
 change a verdict.
+
+``check --results`` has no adapter to start: it starts the git processes of its base lookup
+instead (:class:`membench_gate.gitbase.Started`), which the lookup adopts when it asks from the
+same folder. They only read the repository; git says the same whether asked early or late.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
 if TYPE_CHECKING:
+    from membench_gate.gitbase import Started
     from membench_gate.rpc import Handshake
 
 REFERENCE_ADAPTER = "membench_gate.reference:ReferenceMemory"
@@ -62,4 +67,18 @@ def launch(config_path: Path) -> Handshake | None:
         # for an answer before that.
         return rpc_launch(argv, config_path.resolve().parent, 0.0, options)
     except Exception:  # a missing executable, a permission error: reported by the command itself
+        return None
+
+
+def start_git(config_path: Path) -> Started | None:
+    """The git processes of the base lookup, started for the config's folder (where the check
+    asks git from), or ``None`` when they cannot start — the check then starts them itself and
+    reports what is wrong."""
+    import os
+
+    from membench_gate.gitbase import Started
+
+    try:
+        return Started(Path(os.path.abspath(config_path)).parent)
+    except Exception:
         return None

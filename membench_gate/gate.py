@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from membench_gate import metrics
-from membench_gate.justify import check_justification
 from membench_gate.results import Baseline, round4
 from membench_gate.verdict import (
     Breach,
@@ -56,7 +55,7 @@ class _Comparison:
     newly_failed: dict[str, list[str]] = field(default_factory=dict)
     fixed: dict[str, list[str]] = field(default_factory=dict)
     improvements: list[Improvement] = field(default_factory=list)
-    diff: FixtureDiff = field(default_factory=FixtureDiff)
+    diff: FixtureDiff = field(default_factory=FixtureDiff.model_construct)
     notes: list[str] = field(default_factory=list)
 
 
@@ -390,6 +389,8 @@ def _judge_justification(committed: Baseline, base: Baseline,
         failed = "justification.breaches does not match this comparison: " + "; ".join(parts)
         return JustificationResult(status="failed", text=given.text, breaches=given.breaches,
                                    failed_check=failed), False
+    from membench_gate.justify import check_justification  # (only a justification needs it)
+
     base_text = base.justification.text if base.justification else None
     result = check_justification(given.text, keys, base_text)
     return JustificationResult(status="passed" if result.ok else "failed", text=given.text,

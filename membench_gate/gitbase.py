@@ -91,13 +91,62 @@ def read_file_at(repo: Path, sha: str, path: str) -> bytes | None:
 
 
 @contextmanager
-def open_repo(path: Path) -> Iterator[Repo]:
-    """The git work tree containing ``path``; its git processes end with the block."""
-    repo = Repo(path)
+def open_repo(path: Path, started: Started | None = None) -> Iterator[Repo]:
+    """The git work tree containing ``path``; its git processes end with the block.
+    ``started`` are its processes when they were started ahead (see :class:`Started`)."""
+    repo = Repo(path, started)
     try:
         yield repo
     finally:
         repo.close()
+
+
+class Started:
+    """The three processes every base lookup asks, started together so their start-ups
+    overlap: where the work tree is (``rev-parse``), which remotes it has (``remote``, read when
+    first asked) and the object process (``cat-file --batch``; git finds the repository from any
+    folder inside it).
+
+    ``check --results`` starts them for the config's folder before it imports and validates
+    anything, as ``check`` starts the adapter: they run while the gate imports. A :class:`Repo`
+    for the same folder adopts them; :meth:`close` ends whatever was not adopted.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.start = _start(path)
+        self.remotes: subprocess.Popen[str] | None = None
+        self.batch: subprocess.Popen[bytes] | None = None
+        self.probe: subprocess.Popen[str] | None = _spawn(
+            self.start, "rev-parse", "--is-shallow-repository", "--show-toplevel")
+        try:
+            self.remotes = _spawn(self.start, "remote")
+            self.batch = _batch(self.start)
+        except BaseException:
+            self.close()
+            raise
+
+    def take(self) -> tuple[subprocess.Popen[str], subprocess.Popen[str] | None,
+                            subprocess.Popen[bytes] | None]:
+        """Hand the processes over to a :class:`Repo`, which ends them from then on."""
+        probe, remotes, batch = self.probe, self.remotes, self.batch
+        if probe is None:
+            raise RuntimeError("these git processes were handed over already")
+        self.probe = self.remotes = self.batch = None
+        return probe, remotes, batch
+
+    def close(self) -> None:
+        """End and reap the processes not handed over to a :class:`Repo` (none once they were)."""
+        probe, self.probe = self.probe, None
+        if probe is not None:
+            if probe.returncode is None:
+                probe.kill()
+            _finish(probe)
+        _end_batch(self.batch)
+        self.batch = None
+        remotes, self.remotes = self.remotes, None
+        if remotes is not None:
+            _finish(remotes)
 
 
 class Repo:
@@ -108,22 +157,15 @@ class Repo:
     bases, fetches, the remote's default branch) starts a process of its own.
     """
 
-    def __init__(self, path: Path) -> None:
-        start = _start(path)
-        # The three processes every base lookup asks start together, so their start-ups overlap:
-        # where the work tree is, which remotes it has (read when first asked) and the object
-        # process (git finds the repository from any folder inside it).
-        self._remotes: subprocess.Popen[str] | None = None
-        self._batch: subprocess.Popen[bytes] | None = None
-        probe = _spawn(start, "rev-parse", "--is-shallow-repository", "--show-toplevel")
+    def __init__(self, path: Path, started: Started | None = None) -> None:
+        if started is not None and started.path != path:  # started for another folder
+            started.close()
+            started = None
+        started = started or Started(path)
+        probe, self._remotes, self._batch = started.take()
         try:
-            self._remotes = _spawn(start, "remote")
-            self._batch = _batch(start)
-            shallow, root = _toplevel(path, start, _finish(probe))
+            shallow, root = _toplevel(path, started.start, _finish(probe))
         except BaseException:
-            if probe.returncode is None:  # a later start failed while it ran
-                probe.kill()
-                _finish(probe)
             self.close()
             raise
         self.root = root
@@ -133,10 +175,7 @@ class Repo:
     def close(self) -> None:
         """End the ``cat-file`` process (closing its input ends it)."""
         batch, self._batch = self._batch, None
-        if batch is not None:
-            cast(IO[bytes], batch.stdin).close()
-            batch.wait()
-            cast(IO[bytes], batch.stdout).close()
+        _end_batch(batch)
         remotes, self._remotes = self._remotes, None
         if remotes is not None:  # never asked: reaped all the same
             _finish(remotes)
@@ -574,6 +613,14 @@ def _batch(cwd: Path) -> subprocess.Popen[bytes]:
                                 env=_environment())
     except OSError as exc:
         raise GateError(f"cannot use git: {exc.strerror or exc}") from exc
+
+
+def _end_batch(batch: subprocess.Popen[bytes] | None) -> None:
+    """End a ``cat-file --batch`` (closing its input ends it) and reap it."""
+    if batch is not None:
+        cast(IO[bytes], batch.stdin).close()
+        batch.wait()
+        cast(IO[bytes], batch.stdout).close()
 
 
 def _stderr_line(done: subprocess.CompletedProcess[str]) -> str:

@@ -17,12 +17,15 @@ from typing import TYPE_CHECKING, Any
 
 from membench_gate.errors import GateError
 from membench_gate.results import load_json, read_text
-from membench_gate.suites import SCORER_VERSIONS
 
 if TYPE_CHECKING:
     from membench_gate.config import Config
 
 BUILTIN = "builtin"
+
+# Each suite's scorer version, bumped when its scoring changes (which makes the next run a corpus
+# change): part of every fixtures hash.
+SCORER_VERSIONS = {"abstention": 2, "push": 1, "recall": 1, "veto": 2, "writeback": 2}
 
 # The files each suite reads from one fixture folder: named JSON files, then every ``*.json`` of a
 # subfolder (one conversation or session each) in name order.

@@ -308,7 +308,11 @@ def _environment() -> Environment:
     return env
 
 
-_EMPTY = Results(schema_version=1, fixtures_hash="", config={}, cells={}, receipt={}, items={})
+@functools.cache
+def _nothing_measured() -> Results:
+    """The results of a run that could not happen (built when first needed: importing this
+    module builds no validator)."""
+    return Results(schema_version=1, fixtures_hash="", config={}, cells={}, receipt={}, items={})
 
 
 def context(verdict: Verdict, results: Results | None, base: Baseline | None, *, level: str,
@@ -316,7 +320,7 @@ def context(verdict: Verdict, results: Results | None, base: Baseline | None, *,
     """Everything the template shows, as plain data; ``level`` says which sections to keep."""
     check = verdict.justification_check
     ran = results is not None
-    results = results or _EMPTY  # the gate could not run: the reason and how to reproduce
+    results = results or _nothing_measured()  # the gate could not run: the reason and how to reproduce
     short = level in ("summary", "minimal")
     ranked = findings.ranked_breaches(verdict, results, base)
     cells = _cells(verdict, results, base, gated_only=level not in ("full", "capped-lists",

@@ -275,7 +275,9 @@ class Verdict(_Model):
     verdict: VerdictName
     exit_code: int
     mode: Mode | None
-    base: BaseInfo = Field(default_factory=BaseInfo)
+    # Defaults are made without validating them (they are the models' own), so a verdict that
+    # leaves them out builds no validator for them.
+    base: BaseInfo = Field(default_factory=BaseInfo.model_construct)
     breaches: Breaches = Field(default_factory=Breaches)
     blessed: bool = False
     allowed_regression: str | None = None
@@ -285,8 +287,8 @@ class Verdict(_Model):
     # The committed baseline is this run's: improvements are banked, a later PR cannot give them
     # back unseen. False when the committed baseline is still the base's (or absent).
     banked: bool = False
-    fixture_diff: FixtureDiff = Field(default_factory=FixtureDiff)
+    fixture_diff: FixtureDiff = Field(default_factory=FixtureDiff.model_construct)
     justification_check: JustificationResult = Field(
-        default_factory=lambda: JustificationResult(status="not-needed"))
+        default_factory=lambda: JustificationResult.model_construct(status="not-needed"))
     notes: list[str] = Field(default_factory=list)
     config: str | None = None  # the --config the check ran with, for the commands we suggest

@@ -4,12 +4,15 @@ GitHub-style merge commit in a depth-1 checkout, event payloads). Every exit cod
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 
 import gaterepo
 import pytest
-from conftest import run_cli, seed_repo, without_progress
+from conftest import REPO, cli_env, run_cli, seed_repo, without_progress
 from gitrepos import actions_checkout, bare_origin, clone, commit, git, init
 
 LEAKY_ADAPTER = '''\
@@ -121,6 +124,80 @@ def test_results_from_another_config_are_inconclusive(work: Path, tmp_path: Path
     done = run_cli("run", "--out", str(tmp_path / "same.json"), cwd=work)
     code, verdict, _ = verdict_of(work, "--results", str(tmp_path / "same.json"))
     assert (code, verdict["verdict"]) == (0, "pass")
+
+
+_CHECK_LEAVES_NO_CHILD = """
+import os, sys
+from membench_gate.cli import main
+
+code = main(sys.argv[1:])
+try:
+    os.waitpid(-1, os.WNOHANG)
+    left = True
+except ChildProcessError:
+    left = False
+print(code, left)
+"""
+
+
+def test_check_results_from_another_folder_and_its_git_processes(work: Path, tmp_path: Path
+                                                                ) -> None:
+    # check --results starts its git processes for the config's folder before anything else: run
+    # from outside the repository with --config, the base is read all the same, and whether the
+    # check gates or fails, no git process is left behind (a fresh interpreter has no other child).
+    results = tmp_path / "r.json"
+    assert run_cli("run", "--out", str(results), cwd=work).returncode == 0
+    broken = tmp_path / "broken.json"
+    broken.write_text("{", encoding="utf-8")
+    config = str(work / "membench.toml")
+    for given, expected in ((results, "0 False"), (broken, "4 False")):
+        done = subprocess.run(
+            [sys.executable, "-c", _CHECK_LEAVES_NO_CHILD, "check", "--config", config,
+             "--results", str(given), "--json", str(tmp_path / "v.json")],
+            cwd=tmp_path, env=cli_env(), capture_output=True, text=True, check=False)
+        assert done.stdout.splitlines()[-1] == expected, done.stdout + done.stderr
+    verdict = json.loads((tmp_path / "v.json").read_text())
+    assert verdict["verdict"] == "error" and "broken.json" in verdict["notes"][0]
+    code, verdict, out = verdict_of(tmp_path, "--config", config, "--results", str(results))
+    assert (code, verdict["base"]["how"]) == (0, "remote-default-branch"), out
+
+
+def _spy_plugin(folder: Path, mark: Path) -> Path:
+    """An installed distribution that registers a pydantic plugin, which leaves ``mark`` behind
+    when pydantic loads it."""
+    info = folder / "spy_plugin-1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: spy-plugin\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[pydantic]\nspy = spy_plugin:plugin\n")
+    (folder / "spy_plugin.py").write_text(
+        f"from pathlib import Path\nPath({str(mark)!r}).write_text('loaded')\n"
+        "class Plugin:\n    def new_schema_validator(self, *args, **kwargs):\n"
+        "        return None, None, None\nplugin = Plugin()\n")
+    return folder
+
+
+def test_the_gate_validates_without_pydantic_plugins(work: Path, tmp_path: Path) -> None:
+    # A pydantic plugin that the job's environment registers runs inside every validation of a
+    # process that loads it; the gate's own process loads none.
+    mark = tmp_path / "loaded"
+    site = _spy_plugin(tmp_path / "site", mark)
+    env = {"PYTHONPATH": os.pathsep.join([str(REPO), str(site)])}
+    control = subprocess.run(
+        [sys.executable, "-c", "from pydantic import BaseModel\nclass M(BaseModel):\n    x: int"],
+        env=cli_env(env), capture_output=True, text=True, check=False)
+    assert control.returncode == 0 and mark.exists(), control.stderr  # the plugin is found
+    mark.unlink()
+
+    assert run_cli("run", "--out", str(tmp_path / "r.json"), cwd=work).returncode == 0
+    code, verdict, out = verdict_of(work, "--results", str(tmp_path / "r.json"), env=env)
+    assert (code, verdict["verdict"]) == (0, "pass"), out
+    assert not mark.exists()
+    # The action's step builds no model while it imports, so its own call takes effect too.
+    done = subprocess.run(
+        [sys.executable, "-c", "import sys, membench_gate.action\n"
+                               "print('pydantic.plugin._loader' in sys.modules)"],
+        env=cli_env(env), capture_output=True, text=True, check=False)
+    assert done.stdout.strip() == "False", done.stderr
 
 
 def test_unknown_schema_version_at_base_is_inconclusive(work: Path) -> None:

@@ -490,6 +490,60 @@ def test_git_processes_are_ended_whether_or_not_a_repository_is_found(tmp_path: 
     assert done.stdout.split("\n")[:3] == ["False", "True False", "True False"]
 
 
+_STARTED_LEFT = """
+import os, sys
+from pathlib import Path
+from membench_gate.errors import GateError
+from membench_gate.gitbase import Started, open_repo
+
+def left():
+    try:
+        os.waitpid(-1, os.WNOHANG)
+    except ChildProcessError:
+        return False
+    return True
+
+plain, repo, other, sha = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3]), sys.argv[4]
+started = Started(repo)
+started.close()
+started.close()
+print("closed", left())
+started = Started(repo)
+with open_repo(repo, started) as r:
+    print("adopted", r.resolve_base().sha == sha, started.probe is None)
+started.close()
+print("after", left())
+with open_repo(repo, Started(other)) as r:  # started for another folder: ended, started anew
+    print("elsewhere", r.root == repo, r.resolve_base().sha == sha)
+print("after", left())
+try:
+    with open_repo(plain, Started(plain)):
+        pass
+except GateError as exc:
+    print("plain", "not inside a git repository" in str(exc))
+print("after", left())
+"""
+
+
+def test_git_processes_started_ahead_are_adopted_or_ended(tmp_path: Path) -> None:
+    # check --results starts the git processes of its base lookup before it imports the rest:
+    # the lookup adopts them when it asks from the same folder; otherwise, or when nothing asks,
+    # every one is ended and waited for.
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    repo = init(tmp_path / "solo")
+    (repo / "sub").mkdir()
+    sha = commit(repo, "add", {BASELINE: MAIN_BASELINE})
+
+    done = subprocess.run([sys.executable, "-c", _STARTED_LEFT, str(plain), str(repo),
+                           str(repo / "sub"), sha], capture_output=True, text=True, check=False)
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "closed False", "adopted True True", "after False", "elsewhere True True",
+        "after False", "plain True", "after False"]
+
+
 def test_missing_git_is_one_gate_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     repo = init(tmp_path / "solo")
     commit(repo, "add", {BASELINE: MAIN_BASELINE})

@@ -34,10 +34,6 @@ if TYPE_CHECKING:
 Progress = Callable[[str, int, int], None]
 Records = dict[str, dict[str, dict[str, Any]]]  # cell -> item id -> what the item recorded
 
-# Each suite's scorer version, bumped when its scoring changes (which makes the next run a corpus
-# change). Listed here so the fixtures hash needs no scorer imported; each module re-exports its own.
-SCORER_VERSIONS = {"abstention": 2, "push": 1, "recall": 1, "veto": 2, "writeback": 2}
-
 
 @dataclass
 class CellResult:

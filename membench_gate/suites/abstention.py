@@ -21,9 +21,10 @@ from typing import TYPE_CHECKING, Any
 from membench_gate.adapter import Answer, Query, Record
 from membench_gate.config import AbstentionOptions
 from membench_gate.fixtures import Probe, SuiteFixtures
+from membench_gate.measurement import SCORER_VERSIONS
 from membench_gate.metrics import net_metric
 from membench_gate.seeded import permutation
-from membench_gate.suites import SCORER_VERSIONS, Progress, Records, SuiteRun, hit_list, outcome, ratio
+from membench_gate.suites import Progress, Records, SuiteRun, hit_list, outcome, ratio
 
 if TYPE_CHECKING:  # only for annotations: checking a results file never imports the client
     from membench_gate.rpc import SuiteSession

@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING, Any
 from membench_gate.adapter import Answer, Query, Record
 from membench_gate.config import RecallOptions
 from membench_gate.fixtures import CorpusItem, RecallQuery, SuiteFixtures, parse_time
-from membench_gate.suites import SCORER_VERSIONS, Progress, Records, SuiteRun, hit_list, outcome, ratio
+from membench_gate.measurement import SCORER_VERSIONS
+from membench_gate.suites import Progress, Records, SuiteRun, hit_list, outcome, ratio
 
 if TYPE_CHECKING:  # only for annotations: checking a results file never imports the client
     from membench_gate.rpc import SuiteSession

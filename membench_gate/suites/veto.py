@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, Any
 from membench_gate.adapter import Query, Record
 from membench_gate.config import VetoOptions
 from membench_gate.fixtures import SuiteFixtures, parse_time, predecessors
-from membench_gate.suites import SCORER_VERSIONS, Progress, Records, SuiteRun, hit_list, outcome, ratio
+from membench_gate.measurement import SCORER_VERSIONS
+from membench_gate.suites import Progress, Records, SuiteRun, hit_list, outcome, ratio
 
 if TYPE_CHECKING:  # only for annotations: checking a results file never imports the client
     from membench_gate.rpc import SuiteSession

@@ -24,7 +24,8 @@ from membench_gate.adapter import Answer, Hit, Query, Session, Turn
 from membench_gate.config import WritebackOptions
 from membench_gate.errors import GateError
 from membench_gate.fixtures import SuiteFixtures, WritebackSession, keyword_in
-from membench_gate.suites import SCORER_VERSIONS, Progress, Records, SuiteRun, outcome, ratio
+from membench_gate.measurement import SCORER_VERSIONS
+from membench_gate.suites import Progress, Records, SuiteRun, outcome, ratio
 
 if TYPE_CHECKING:  # only for annotations: checking a results file never imports the client
     from membench_gate.rpc import SuiteSession
