@@ -15,7 +15,7 @@ import sys
 import types
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NoReturn, TextIO
+from typing import Any, NoReturn, TextIO
 
 from membench_gate import __version__
 from membench_gate.errors import GateError, Terminated, describe, exit_code_of, visible
@@ -35,8 +35,50 @@ exit codes: 0 PASS · 1 REGRESSION · 2 BLESS REQUIRED · 3 INCONCLUSIVE · 4 ER
 metrics: membench-gate explain · docs: docs/gate.md, docs/suites.md"""
 
 
+class _Width:
+    """argparse's help layout, told the terminal's width rather than asking ``shutil``.
+
+    argparse builds a formatter for every argument it adds (to check its metavar), and a
+    formatter not given a width imports shutil — and with it zlib, bz2 and lzma — to ask
+    ``shutil.get_terminal_size``: a few milliseconds of every command. The width is worked out
+    the same way here: ``COLUMNS``, else the terminal of stdout, else 80; less 2, as argparse
+    does.
+    """
+
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
+                 width: int | None = None) -> None:
+        super().__init__(prog, indent_increment, max_help_position,  # type: ignore[call-arg]
+                         width if width is not None else _columns() - 2)
+
+
+class _Formatter(_Width, argparse.HelpFormatter):
+    pass
+
+
+class _RawFormatter(_Width, argparse.RawDescriptionHelpFormatter):
+    pass
+
+
+def _columns() -> int:
+    try:
+        columns = int(os.environ["COLUMNS"])
+        if columns > 0:
+            return columns
+    except (KeyError, ValueError):
+        pass
+    try:
+        return os.get_terminal_size(sys.__stdout__.fileno()).columns or 80  # type: ignore[union-attr]
+    except (AttributeError, ValueError, OSError):
+        return 80
+
+
 class _Parser(argparse.ArgumentParser):
-    """argparse that exits 4 (ERROR) on bad usage instead of 2, which means BLESS REQUIRED here."""
+    """argparse that exits 4 (ERROR) on bad usage instead of 2, which means BLESS REQUIRED here,
+    and lays out help with :class:`_Formatter` unless told otherwise."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _Formatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> None:  # type: ignore[override]
         raise GateError(f"{message} (usage: {self.prog} --help)")
@@ -56,9 +98,10 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         return only is None or name == only
 
     parser = _Parser(prog="membench-gate", description=DESCRIPTION, epilog=EPILOG,
-                     formatter_class=argparse.RawDescriptionHelpFormatter)
+                     formatter_class=_RawFormatter)
     parser.add_argument("--version", action="version", version=f"membench-gate {__version__}")
-    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser,
+                                     prog=parser.prog)
 
     if want("run"):
         run = commands.add_parser("run", help="run the suites and write a results file")

@@ -11,7 +11,6 @@ import json
 import math
 import os
 import stat
-import tempfile
 from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 from typing import Any, TypeVar
@@ -107,6 +106,8 @@ def write_atomic(path: Path, text: str) -> None:
         mode = stat.S_IMODE(path.stat().st_mode)
     except OSError:
         mode = 0o666 & ~_umask()
+    import tempfile  # (with shutil, bz2 and lzma: a check that writes nothing never needs it)
+
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:

@@ -336,3 +336,38 @@ def test_an_error_line_cannot_start_a_workflow_command(tmp_path: Path) -> None:
     assert done.stderr.splitlines() == [
         "membench-gate: error: nope\\x0a::error title=x::PASS\\x1b[31m.toml: config file not "
         "found (pass --config)"]
+
+
+@pytest.mark.parametrize("columns", ["44", "100", None])
+def test_help_is_laid_out_as_argparse_lays_it_out(columns: str | None) -> None:
+    # The gate tells argparse the terminal's width (sparing it the import of shutil): the help
+    # of every command is what argparse's own formatters give at that width.
+    import argparse
+    import shutil
+
+    from membench_gate import cli
+
+    env = {} if columns is None else {"COLUMNS": columns}
+    with pytest.MonkeyPatch.context() as patch:
+        patch.delenv("COLUMNS", raising=False)
+        for key, value in env.items():
+            patch.setenv(key, value)
+        expected = shutil.get_terminal_size().columns - 2
+        assert cli._Formatter("x")._width == expected
+        for only in (None, *cli.COMMANDS):
+            ours = cli.build_parser(only)
+            theirs = cli.build_parser(only)
+            for parser in (theirs, *_subparsers(theirs)):
+                parser.formatter_class = {
+                    cli._RawFormatter: argparse.RawDescriptionHelpFormatter,
+                    cli._Formatter: argparse.HelpFormatter}[parser.formatter_class]
+            for mine, plain in zip((ours, *_subparsers(ours)), (theirs, *_subparsers(theirs)),
+                                   strict=True):
+                assert mine.format_help() == plain.format_help()
+
+
+def _subparsers(parser: Any) -> list[Any]:
+    import argparse
+
+    return [sub for action in parser._actions if isinstance(action, argparse._SubParsersAction)
+            for sub in action.choices.values()]
