@@ -252,8 +252,12 @@ class Config:
         return replace(self, include_holdout=self.include_holdout or include)
 
     def suite_record(self, name: str) -> dict[str, Any]:
-        """A suite's options as recorded and hashed: every option, defaults included."""
-        return self.suites[name].model_dump()
+        """A suite's options as recorded and hashed: every option, defaults included.
+
+        What ``model_dump()`` gives, without building a serializer for each suite's model: an
+        option is a number, a string or a list of them (the tests hold this for every suite)."""
+        return {key: list(value) if isinstance(value, list) else value
+                for key, value in self.suites[name]}
 
     def record(self) -> dict[str, Any]:
         """What results and baselines record: the measurement plus the adapter, for information."""

@@ -158,8 +158,11 @@ def _all_writable(obj: Any) -> bool:
     return True
 
 
-def _check_depth(obj: Any, label: str) -> None:
-    level, depth = [obj], 1
+def _check_depth(obj: Any, label: str, numbers: bool = False) -> bool:
+    """Refuse JSON nested deeper than ``MAX_DEPTH``. With ``numbers``, also say whether every
+    number in it can be written (:func:`_all_writable`), in the same pass: a results file is
+    walked once, not twice."""
+    level, depth, writable = [obj], 1, True
     while level:  # one level of nesting at a time: no tuple per value
         if depth > MAX_DEPTH:
             raise GateError(f"{label}: JSON nested deeper than {MAX_DEPTH} levels")
@@ -170,7 +173,11 @@ def _check_depth(obj: Any, label: str) -> None:
                 inner.extend(value.values())
             elif kind is list:
                 inner.extend(value)
+            elif numbers and (kind is float or kind is int) \
+                    and not -MAX_MAGNITUDE < value < MAX_MAGNITUDE:  # NaN fails every comparison
+                writable = False
         level, depth = inner, depth + 1
+    return writable
 
 
 def _no_constant(name: str) -> Any:
@@ -180,6 +187,11 @@ def _no_constant(name: str) -> Any:
 def load_json(data: bytes | str, label: str) -> Any:
     """Parse JSON from a file we did not write: one ``GateError`` line for every way it can be
     wrong (syntax, encoding, NaN/Infinity, nesting too deep, a number too long to read)."""
+    return _load_json(data, label, numbers=False)[0]
+
+
+def _load_json(data: bytes | str, label: str, numbers: bool) -> tuple[Any, bool]:
+    """:func:`load_json`, and (with ``numbers``) whether every number in it can be written."""
     try:
         value = json.loads(data, parse_constant=_no_constant)
     except json.JSONDecodeError as exc:
@@ -190,8 +202,7 @@ def load_json(data: bytes | str, label: str) -> Any:
         raise GateError(f"{label}: JSON nested too deeply") from exc
     except ValueError as exc:
         raise GateError(f"{label}: invalid JSON: {str(exc).splitlines()[0]}") from exc
-    _check_depth(value, label)
-    return value
+    return value, _check_depth(value, label, numbers)
 
 
 class _Strict(BaseModel):
@@ -361,7 +372,7 @@ _Model = TypeVar("_Model", Baseline, Results)
 def _parse(model: type[_Model], data: bytes | str, label: str, version_required: bool) -> _Model:
     """Read and validate either file kind: the same errors, in the same order, for both. Only a
     baseline must state its ``schema_version``; a results file may leave it out."""
-    raw = load_json(data, label)
+    raw, writable = _load_json(data, label, numbers=True)
     if not isinstance(raw, dict):
         raise GateError(f"{label}: expected a JSON object")
     if "verdict" in raw and "exit_code" in raw and "cells" not in raw:
@@ -374,9 +385,11 @@ def _parse(model: type[_Model], data: bytes | str, label: str, version_required:
             raise GateError(f"{label}: schema_version: Field required")
     elif type(raw["schema_version"]) is not int or raw["schema_version"] != SCHEMA_VERSION:
         raise UnknownSchemaVersion(label, raw["schema_version"])
-    check_numbers(raw, label)
+    if not writable:  # found while the depth was checked: the walk that names the field
+        check_numbers(raw, label)
     try:
-        # check_numbers ran on the whole input above: a Results need not walk its items again.
+        # Every number of the whole input was checked above: a Results need not walk its items
+        # again.
         return model.model_validate(raw, context={_NUMBERS_CHECKED: True})
     except ValidationError as exc:
         raise GateError(validation_message(label, exc)) from exc

@@ -116,3 +116,25 @@ def test_recorded_suite_options_are_validated_like_the_file() -> None:
     assert parse_suite_options("recall", {"fixtures": ["builtin"], "k": 4}, "r.json").k == 4
     with pytest.raises(GateError, match=r"^r\.json: suites\.recall\.k must be an integer"):
         parse_suite_options("recall", {"fixtures": ["builtin"], "k": -1}, "r.json")
+
+
+def test_suite_record_is_the_suite_models_dump() -> None:
+    # Recorded and hashed as model_dump() gives it (without building each suite's serializer):
+    # every option of every suite, defaults and values as written, lists copied.
+    from membench_gate.config import SUITE_NAMES, parse_config
+
+    tables = "\n".join(f"[suites.{name}]" for name in SUITE_NAMES)
+    defaults = parse_config(tables, Path("membench.toml"))
+    given = parse_config(tables.replace("[suites.abstention]", "[suites.abstention]\nk = 3\n"
+                                        "lambdas = [1, 2.5]\nshuffle_seed = 9\nfixtures = ['a']"),
+                         Path("membench.toml"))
+    for config in (defaults, given):
+        for name in SUITE_NAMES:
+            record = config.suite_record(name)
+            assert record == config.suites[name].model_dump()
+            assert [type(v) for v in record.values()] == \
+                [type(v) for v in config.suites[name].model_dump().values()]
+            for key, value in record.items():
+                if isinstance(value, list):
+                    assert value is not getattr(config.suites[name], key)
+    assert given.suite_record("abstention")["lambdas"] == [1, 2.5]
