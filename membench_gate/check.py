@@ -11,7 +11,7 @@ import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from membench_gate.baseside import BaseSide, read_base
 from membench_gate.config import Config, load_config
@@ -40,8 +40,7 @@ if TYPE_CHECKING:  # checking a results file never starts an adapter
 __all__ = ["BaseSide", "Outputs", "check", "read_base", "read_committed", "read_results"]
 
 
-@dataclass(frozen=True)
-class Outputs:
+class Outputs(NamedTuple):
     """The files a check writes (each optional): the verdict JSON, the Markdown report, this
     run's results and the base commit's baseline (for re-rendering the report elsewhere)."""
 
@@ -49,6 +48,9 @@ class Outputs:
     report: Path | None = None
     out: Path | None = None
     base_out: Path | None = None
+
+
+NO_OUTPUTS = Outputs()
 
 
 @dataclass
@@ -173,7 +175,7 @@ def _replace(path: Path, text: Callable[[], str]) -> None:
 def check(config_path: Path, context: Context, *, base_ref: str | None = None,
           results: Path | None = None, allow_regression: str | None = None,
           include_holdout: bool = False, verify_determinism: bool = False,
-          outputs: Outputs = Outputs(), launched: Handshake | None = None,
+          outputs: Outputs = NO_OUTPUTS, launched: Handshake | None = None,
           git: Started | None = None) -> int:
     """``membench-gate check``: run (or read ``results``), compare with the base commit's
     baseline, return the verdict's exit code.

@@ -16,7 +16,7 @@ import shlex
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from membench_gate import metrics
 from membench_gate.gate import HARD_KINDS, NO_BASE_BASELINE
@@ -108,8 +108,7 @@ def judgement(name: str, base: Any, head: Any) -> str:
     return "better" if (diff > 0) == higher else "worse"
 
 
-@dataclass(frozen=True)
-class Ranked:
+class Ranked(NamedTuple):
     """One row of the breach table: a breach, or the item breaches of one cell and kind."""
 
     group: int
@@ -259,8 +258,7 @@ def headline(verdict: Verdict, ranked: list[Ranked], results: Results | None,
     return " · ".join(parts)
 
 
-@dataclass(frozen=True)
-class Gain:
+class Gain(NamedTuple):
     key: str
     what: str
     base: Any

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from membench_gate import metrics
 from membench_gate.results import Baseline, round4
@@ -40,8 +40,7 @@ EXIT_CODES = {"pass": 0, "regression": 1, "bless-required": 2, "inconclusive": 3
 HARD_KINDS = ("zero", "floor")
 
 
-@dataclass(frozen=True)
-class Floor:
+class Floor(NamedTuple):
     """A ``[floors]`` entry and the config it came from (``base`` or ``head``)."""
 
     key: str

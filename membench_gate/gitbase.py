@@ -15,9 +15,8 @@ import re
 import subprocess
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import IO, TYPE_CHECKING, Any, Literal, cast
+from typing import IO, TYPE_CHECKING, Any, Literal, NamedTuple, cast
 
 from membench_gate.errors import GateError
 
@@ -36,8 +35,7 @@ _PR_EVENTS = ("pull_request", "pull_request_target")
 _Failure = Callable[[str | None], GateError]  # the error for a failed fetch, given git's reason
 
 
-@dataclass(frozen=True)
-class BaseCommit:
+class BaseCommit(NamedTuple):
     """The commit whose committed baseline this run is compared with, and how it was found.
 
     ``sha`` is the full 40-hex sha; ``ref`` a human label of what was used (the ``--base-ref``
@@ -488,8 +486,7 @@ class Repo:
         return match.group(1).decode(), match.group(2).decode(), content
 
 
-@dataclass(frozen=True)
-class _Event:
+class _Event(NamedTuple):
     """The GitHub event of this run: its name and payload, where the payload came from, and
     the commit the run is for (``GITHUB_SHA``)."""
 

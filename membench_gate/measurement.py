@@ -11,9 +11,8 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from membench_gate.errors import GateError
 from membench_gate.results import load_json, read_text
@@ -47,8 +46,7 @@ def data_dir() -> Path:
     return here.parent
 
 
-@dataclass(frozen=True)
-class FixtureFile:
+class FixtureFile(NamedTuple):
     """One file of a suite's fixtures: a stable label (for hashing) and its parsed JSON."""
 
     label: str

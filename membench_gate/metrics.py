@@ -15,17 +15,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 Direction = Literal["higher", "lower"]
 GateKind = Literal["gated", "zero", "report"]
 Unit = Literal["rate", "count"]
 
 
-@dataclass(frozen=True)
-class Metric:
+class Metric(NamedTuple):
     name: str
     suite: str
     direction: Direction
