@@ -48,6 +48,7 @@ class BaseSide:
     inconclusive: str | None = None
     has_config: bool = False
     breaches: list[Breach] = field(default_factory=list)
+    data: bytes | None = None  # the baseline's bytes at the base commit, when it has one
 
 
 def config_relpath(root: Path, config_arg: Path) -> str:
@@ -152,7 +153,7 @@ def read_base(config: Config, base_ref: str | None, context: Context | None = No
                                    f"{label}: gate.baseline")
         data = repo.read_file(base.sha, base_baseline)
     side = BaseSide(BaseInfo(ref=base.ref, sha=base.sha, how=base.how), None, floors,
-                    has_config=config_bytes is not None)
+                    has_config=config_bytes is not None, data=data)
     if data is None:
         return side
     try:

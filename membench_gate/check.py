@@ -61,12 +61,17 @@ class Committed:
     canonical: bool = True
 
 
-def read_committed(config: Config) -> Committed:
+def read_committed(config: Config, base: BaseSide | None = None) -> Committed:
+    """The baseline in the working tree. When its bytes are the base commit's baseline's (a pull
+    request that does not touch it), it is that baseline: the same bytes read the same way."""
     path = config.baseline_path
     if not path.exists():
         return Committed(None)
     data = read_file(path, config.baseline)
-    baseline = parse_baseline(data, config.baseline)
+    if base is not None and base.baseline is not None and data == base.data:
+        baseline = base.baseline
+    else:
+        baseline = parse_baseline(data, config.baseline)
     # The gate compares content; non-canonical bytes (a reformatted file) are only noted, so a
     # hand edit shows in the verdict and ``bless`` rewrites the file canonically.
     return Committed(baseline, data.decode("utf-8", "replace") == dumps_baseline(baseline))
@@ -224,7 +229,7 @@ def _compare(config: Config, context: Context, config_path: Path, actual: Result
     base = read_base(config, base_ref, context, config_arg=config_path, git=git)
     if base.inconclusive:
         reasons.append(base.inconclusive)
-    committed = read_committed(config)
+    committed = read_committed(config, base)
     verdict = decide(
         base.baseline,
         committed.baseline,

@@ -144,7 +144,7 @@ class AdapterTable(_Table):
     command: Annotated[list[Arg], Field(min_length=1)] | None = Field(
         None, description='a non-empty list of strings (an argv, e.g. ["node", "bench/adapter.js"])')
     options: dict[str, JsonValue] = Field(
-        default_factory=dict,
+        {},
         description="a table of values JSON can carry (strings, numbers, booleans, arrays, tables; "
                     "not TOML dates or times: write those as strings)")
     timeout: Annotated[float, Field(
@@ -198,7 +198,7 @@ class ConfigFile(_Table):
     gate: GateTable = Field(default_factory=GateTable.model_construct)
     # ">=" for a higher-is-better metric, "<=" for a lower one; not recorded (rule 2 reads both
     # the base commit's and the working tree's).
-    floors: Floors = Field(default_factory=dict)
+    floors: Floors = {}
 
 
 def _table_model(annotation: Any) -> type[BaseModel] | None:

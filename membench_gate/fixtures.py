@@ -61,8 +61,8 @@ class Decision(_Item):
     id: str = Field(min_length=1)
     decision: str = Field(min_length=1)
     rationale: str = ""
-    rejected: list[Rejected] = Field(default_factory=list)
-    files: list[str] = Field(default_factory=list)
+    rejected: list[Rejected] = []
+    files: list[str] = []
     created_at: str | None = None
     reviewed_at: str | None = None
     relevance: float | None = Field(default=None, ge=0, le=1)
@@ -79,7 +79,7 @@ LIFECYCLE_TRAPS = ("stale-named", "stale-unnamed")
 class Scenario(_Item):
     id: str = Field(min_length=1)
     task: str = Field(min_length=1)
-    files: list[str] = Field(default_factory=list)
+    files: list[str] = []
     veto_decision_id: str = Field(min_length=1)
     trap: Literal["direct", "implicit", "stale-named", "stale-unnamed"]
     rejected_option: str = Field(min_length=1)
@@ -112,7 +112,7 @@ class Probe(_Item):
 class Page(_Item):
     slug: str = Field(min_length=1)
     text: str = Field(min_length=1)
-    aliases: list[str] = Field(default_factory=list)
+    aliases: list[str] = []
     source: str = "default"
 
 
@@ -120,8 +120,8 @@ class Turn(_Item):
     id: str = Field(min_length=1)
     text: str = Field(min_length=1)
     expect: Literal["retrieve", "silent"]
-    gold: list[str] = Field(default_factory=list)
-    acceptable: list[str] = Field(default_factory=list)
+    gold: list[str] = []
+    acceptable: list[str] = []
 
 
 class Conversation(_Item):
@@ -195,8 +195,8 @@ class WritebackSession(_Item):
     source: str = "default"
     turns: list[SpokenTurn] = Field(min_length=1)
     gold_facts: list[GoldFact]
-    probes: list[SessionProbe] = Field(default_factory=list)
-    non_facts: list[NonFact] = Field(default_factory=list)
+    probes: list[SessionProbe] = []
+    non_facts: list[NonFact] = []
 _CATEGORY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 

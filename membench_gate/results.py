@@ -206,6 +206,10 @@ def _load_json(data: bytes | str, label: str, numbers: bool) -> tuple[Any, bool]
 
 
 class _Strict(BaseModel):
+    # Validators are built on first use. An empty list or table is written as the default
+    # itself (pydantic gives each instance its own copy): a ``default_factory=list`` would have
+    # pydantic read ``list``'s signature, which tokenizes its text (a regex compiled once,
+    # milliseconds of a check).
     model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
@@ -235,7 +239,7 @@ class Justification(_Strict):
     """Why a maintainer accepted breaches; ``breaches`` lists their keys."""
 
     text: str
-    breaches: list[str] = Field(default_factory=list)
+    breaches: list[str] = []
 
 
 class Baseline(_Strict):
@@ -245,9 +249,9 @@ class Baseline(_Strict):
     fixtures_hash: str
     config: dict[str, Any]
     cells: dict[str, Cell]
-    digests: dict[str, dict[str, str]] = Field(default_factory=dict)
+    digests: dict[str, dict[str, str]] = {}
     # suite -> corpus item id -> content digest (distractors too): rule 7's corpus-removed
-    corpus: dict[str, dict[str, str]] = Field(default_factory=dict)
+    corpus: dict[str, dict[str, str]] = {}
     justification: Justification | None = None
 
     def comparable(self) -> dict[str, Any]:

@@ -33,7 +33,7 @@ class MutantResult(BaseModel):
 
     model_config = ConfigDict(extra="forbid", defer_build=True)
     description: str
-    breached: list[str] = Field(default_factory=list)
+    breached: list[str] = []
     error: str | None = None
 
 
@@ -46,10 +46,10 @@ class SelftestReport(BaseModel):
     blind: list[str]
     # The blind metrics the unmutated run already scores at their worst value: no run can do
     # worse, so no mutant can breach them until the memory scores above it.
-    at_worst: list[str] = Field(default_factory=list)
+    at_worst: list[str] = []
     metrics: dict[str, list[str]]  # cell:metric -> mutants that breach it
     kinds: dict[str, str]  # cell:metric -> gated | zero
-    unmutated_breaches: list[str] = Field(default_factory=list)
+    unmutated_breaches: list[str] = []
     mutants: dict[str, MutantResult]
 
     @property

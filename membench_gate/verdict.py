@@ -249,9 +249,9 @@ class FixtureDiff(_Model):
     cell, and the rest of each suite's corpus (distractor decisions, facts, pages) under
     ``<suite>:corpus``."""
 
-    added: dict[str, list[str]] = Field(default_factory=dict)
-    removed: dict[str, list[str]] = Field(default_factory=dict)
-    changed: dict[str, list[str]] = Field(default_factory=dict)
+    added: dict[str, list[str]] = {}
+    removed: dict[str, list[str]] = {}
+    changed: dict[str, list[str]] = {}
 
 
 class Improvement(_Model):
@@ -265,7 +265,7 @@ class Improvement(_Model):
 class JustificationResult(_Model):
     status: Literal["not-needed", "passed", "failed", "missing"]
     text: str | None = None
-    breaches: list[str] = Field(default_factory=list)
+    breaches: list[str] = []
     failed_check: str | None = None
 
 
@@ -281,14 +281,14 @@ class Verdict(_Model):
     breaches: Breaches = Field(default_factory=Breaches)
     blessed: bool = False
     allowed_regression: str | None = None
-    newly_failed: dict[str, list[str]] = Field(default_factory=dict)
-    fixed: dict[str, list[str]] = Field(default_factory=dict)
-    improvements: list[Improvement] = Field(default_factory=list)
+    newly_failed: dict[str, list[str]] = {}
+    fixed: dict[str, list[str]] = {}
+    improvements: list[Improvement] = []
     # The committed baseline is this run's: improvements are banked, a later PR cannot give them
     # back unseen. False when the committed baseline is still the base's (or absent).
     banked: bool = False
     fixture_diff: FixtureDiff = Field(default_factory=FixtureDiff.model_construct)
     justification_check: JustificationResult = Field(
         default_factory=lambda: JustificationResult.model_construct(status="not-needed"))
-    notes: list[str] = Field(default_factory=list)
+    notes: list[str] = []
     config: str | None = None  # the --config the check ran with, for the commands we suggest
