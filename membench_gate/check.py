@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -53,8 +52,7 @@ class Outputs(NamedTuple):
 NO_OUTPUTS = Outputs()
 
 
-@dataclass
-class Committed:
+class Committed(NamedTuple):
     """The baseline in the working tree, and whether its bytes are canonical."""
 
     baseline: Baseline | None

@@ -28,6 +28,7 @@ from membench_gate.verdict import (
     Mode,
     Verdict,
     VerdictName,
+    not_needed,
 )
 
 # Rule 10's refusal in CI, which a bless in the pull request cannot fix (findings reads it).
@@ -330,7 +331,7 @@ def _compare(base: Baseline | None, committed: Baseline | None, actual: Baseline
 
     soft = Breaches([*base_breaches, *comparison.breaches])
     keys = sorted(soft.iter_keys())
-    justification = JustificationResult(status="not-needed")
+    justification = not_needed()
     blessed = False
     if soft and committed is not None:
         justification, blessed = _judge_justification(committed, base, keys)

@@ -269,6 +269,12 @@ class JustificationResult(_Model):
     failed_check: str | None = None
 
 
+def not_needed() -> JustificationResult:
+    """The justification check of a comparison with no breach, made without validating it (it
+    is always this): a verdict that needs no justification builds no validator for one."""
+    return JustificationResult.model_construct(status="not-needed")
+
+
 class Verdict(_Model):
     """What ``check --json`` writes and the report renders."""
 
@@ -288,7 +294,6 @@ class Verdict(_Model):
     # back unseen. False when the committed baseline is still the base's (or absent).
     banked: bool = False
     fixture_diff: FixtureDiff = Field(default_factory=FixtureDiff.model_construct)
-    justification_check: JustificationResult = Field(
-        default_factory=lambda: JustificationResult.model_construct(status="not-needed"))
+    justification_check: JustificationResult = Field(default_factory=lambda: not_needed())
     notes: list[str] = []
     config: str | None = None  # the --config the check ran with, for the commands we suggest
