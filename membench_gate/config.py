@@ -12,9 +12,8 @@ from __future__ import annotations
 import os
 import sys
 import typing
-from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, NamedTuple
 
 from pydantic import (
     AfterValidator,
@@ -212,8 +211,7 @@ def _table_model(annotation: Any) -> type[BaseModel] | None:
 SUITE_NAMES = tuple(sorted(Suites.model_fields))
 
 
-@dataclass(frozen=True)
-class Config:
+class Config(NamedTuple):
     """A validated gate configuration."""
 
     path: Path
@@ -223,7 +221,7 @@ class Config:
     suites: dict[str, SuiteOptions]
     baseline: str
     include_holdout: bool
-    floors: dict[str, float] = field(default_factory=dict)
+    floors: dict[str, float]
     timeout: float = DEFAULT_TIMEOUT
 
     @property
@@ -246,10 +244,10 @@ class Config:
                 f"--suite {unknown[0]}: not enabled in {self.path.name} "
                 f"(enabled: {', '.join(self.suites) or 'none'})"
             )
-        return replace(self, suites={n: self.suites[n] for n in sorted(set(names))})
+        return self._replace(suites={n: self.suites[n] for n in sorted(set(names))})
 
     def with_holdout(self, include: bool) -> Config:
-        return replace(self, include_holdout=self.include_holdout or include)
+        return self._replace(include_holdout=self.include_holdout or include)
 
     def suite_record(self, name: str) -> dict[str, Any]:
         """A suite's options as recorded and hashed: every option, defaults included.
