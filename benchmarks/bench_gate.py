@@ -9,10 +9,13 @@ against `dvc metrics diff`.
    log(items) from 10k to 1M.
 2. `membench-gate run` and full `check` on the built-in fixtures, interleaved (goal: check ≤ 1.1×
    run: the gate's own cost under a tenth of the suites it gates).
-3. `check --results` against `dvc metrics diff main --json` on comparable repositories: the same
-   results file committed on main and changed in the working tree (goal: ≤ 1/3). dvc is in the
-   `bench` extra (`pip install -e .[bench]`); pass its path with --dvc when it lives elsewhere.
-   Also timed, as the floor: an interpreter that imports pydantic and builds one model.
+3. `check --results` against `dvc metrics diff main --json` on comparable repositories, each
+   holding one run of the built-in suites: ours its blessed baseline on main and the run's results
+   file in the working tree; dvc's the run's metrics (every cell's) committed on main and changed
+   in the working tree. dvc compares the numbers; the check also validates the whole results file
+   (items included), hashes the fixtures and compares items and digests (goal: ≤ 1/3). dvc is in
+   the `bench` extra (`pip install -e .[bench]`); pass its path with --dvc when it lives
+   elsewhere. Also timed, as the floor: an interpreter that imports pydantic and builds one model.
 
 Prints medians (wall and CPU). Deterministic inputs (fixed seed); timings are of this machine.
 """
@@ -120,8 +123,8 @@ def _git(repo: Path, *args: str) -> None:
 
 def _repos(tmp: Path, dvc: str) -> tuple[Path, Path]:
     """A membench-gate repo (config, built-in fixtures, baseline on main; a results file in the
-    working tree) and a dvc repo with the same results file as its metrics (on main, then changed
-    in the working tree)."""
+    working tree) and a dvc repo with that run's metrics as its metrics file (on main, then
+    changed in the working tree)."""
     ours = tmp / "ours"
     ours.mkdir()
     _git(ours, "init", "-q", "-b", "main")
