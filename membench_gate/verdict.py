@@ -16,8 +16,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
-from typing import Any, Literal, overload
+from typing import Any, Literal, NamedTuple, overload
 
 from pydantic import BaseModel, ConfigDict, Field, GetCoreSchemaHandler, GetJsonSchemaHandler
 from pydantic.json_schema import JsonSchemaValue
@@ -53,8 +52,7 @@ class Breach(_Model):
     detail: str
 
 
-@dataclass(frozen=True)
-class ItemBreaches:
+class ItemBreaches(NamedTuple):
     """The breaches of several items of one cell, of one kind, with the same base, head and
     detail: ``Breach(key=f"{cell}#{id}", …)`` for each id, in order, as one object."""
 
