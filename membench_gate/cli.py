@@ -46,9 +46,9 @@ class _Width:
     """
 
     def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
-                 width: int | None = None) -> None:
+                 width: int | None = None, **more: Any) -> None:
         super().__init__(prog, indent_increment, max_help_position,  # type: ignore[call-arg]
-                         width if width is not None else _columns() - 2)
+                         width if width is not None else _columns() - 2, **more)
 
 
 class _Formatter(_Width, argparse.HelpFormatter):

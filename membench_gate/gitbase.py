@@ -134,17 +134,17 @@ class Started:
         return probe, remotes, batch
 
     def close(self) -> None:
-        """End and reap the processes not handed over to a :class:`Repo` (none once they were)."""
-        probe, self.probe = self.probe, None
-        if probe is not None:
-            if probe.returncode is None:
-                probe.kill()
-            _finish(probe)
-        _end_batch(self.batch)
-        self.batch = None
-        remotes, self.remotes = self.remotes, None
-        if remotes is not None:
-            _finish(remotes)
+        """Stop and reap the processes not handed over to a :class:`Repo` (none once they
+        were): a check that fails before its base lookup never waits for git."""
+        for name in ("probe", "remotes", "batch"):
+            process = getattr(self, name)
+            setattr(self, name, None)
+            if process is not None:
+                process.kill()  # (only reads the repository: nothing is left half done)
+                process.wait()
+                for stream in (process.stdin, process.stdout, process.stderr):
+                    if stream is not None:  # not read: a child of git's may still hold it
+                        stream.close()
 
 
 class Repo:
@@ -173,7 +173,10 @@ class Repo:
     def close(self) -> None:
         """End the ``cat-file`` process (closing its input ends it)."""
         batch, self._batch = self._batch, None
-        _end_batch(batch)
+        if batch is not None:
+            cast(IO[bytes], batch.stdin).close()
+            batch.wait()
+            cast(IO[bytes], batch.stdout).close()
         remotes, self._remotes = self._remotes, None
         if remotes is not None:  # never asked: reaped all the same
             _finish(remotes)
@@ -610,14 +613,6 @@ def _batch(cwd: Path) -> subprocess.Popen[bytes]:
                                 env=_environment())
     except OSError as exc:
         raise GateError(f"cannot use git: {exc.strerror or exc}") from exc
-
-
-def _end_batch(batch: subprocess.Popen[bytes] | None) -> None:
-    """End a ``cat-file --batch`` (closing its input ends it) and reap it."""
-    if batch is not None:
-        cast(IO[bytes], batch.stdin).close()
-        batch.wait()
-        cast(IO[bytes], batch.stdout).close()
 
 
 def _stderr_line(done: subprocess.CompletedProcess[str]) -> str:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import re
+import signal
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -27,6 +29,7 @@ from membench_gate.errors import GateError
 from membench_gate.gitbase import (
     ZERO_SHA,
     BaseCommit,
+    Started,
     head_sha,
     read_file_at,
     repo_root,
@@ -542,6 +545,26 @@ def test_git_processes_started_ahead_are_adopted_or_ended(tmp_path: Path) -> Non
     assert done.stdout.splitlines() == [
         "closed False", "adopted True True", "after False", "elsewhere True True",
         "after False", "plain True", "after False"]
+
+
+def test_git_processes_started_ahead_and_not_adopted_are_stopped_not_awaited(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A check that fails before its base lookup (a broken results file) must not wait for git:
+    # on a git that does not answer, the processes are killed.
+    repo = init(tmp_path / "solo")
+    commit(repo, "add", {BASELINE: MAIN_BASELINE})
+    slow = tmp_path / "slow"
+    slow.mkdir()
+    (slow / "git").write_text("#!/bin/sh\nexec sleep 60\n")  # a git that never answers
+    (slow / "git").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{slow}{os.pathsep}{os.environ['PATH']}")
+
+    started = Started(repo)
+    processes = [started.probe, started.remotes, started.batch]
+    started.close()
+
+    assert [p.returncode for p in processes if p is not None] == [-signal.SIGKILL] * 3
+    assert (started.probe, started.remotes, started.batch) == (None, None, None)
 
 
 def test_missing_git_is_one_gate_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
