@@ -100,8 +100,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser = _Parser(prog="membench-gate", description=DESCRIPTION, epilog=EPILOG,
                      formatter_class=_RawFormatter)
     parser.add_argument("--version", action="version", version=f"membench-gate {__version__}")
-    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser,
-                                     prog=parser.prog)
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     if want("run"):
         run = commands.add_parser("run", help="run the suites and write a results file")
