@@ -152,8 +152,10 @@ def read_base(config: Config, base_ref: str | None, context: Context | None = No
             base_baseline = beside(base_config, relative or config.baseline,
                                    f"{label}: gate.baseline")
         data = repo.read_file(base.sha, base_baseline)
-    side = BaseSide(BaseInfo(ref=base.ref, sha=base.sha, how=base.how), None, floors,
-                    has_config=config_bytes is not None, data=data)
+    # Made without validating: git gave the sha (40 or 64 hex digits, read by pattern) and the
+    # lookup the ref and how, so the validator would only be built to agree.
+    info = BaseInfo.model_construct(ref=base.ref, sha=base.sha, how=base.how)
+    side = BaseSide(info, None, floors, has_config=config_bytes is not None, data=data)
     if data is None:
         return side
     try:
