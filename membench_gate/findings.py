@@ -8,11 +8,9 @@ is the renderer's job, done in one place there.
 
 from __future__ import annotations
 
-import heapq
 import itertools
 import math
 import re
-import shlex
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -180,6 +178,8 @@ def ranked_breaches(verdict: Verdict, results: Results | None,
         else:
             rows.append(_metric_row(entry, results, base))
     for (cell, kind), runs in sorted(items.items()):
+        import heapq  # (only runs of item breaches need it: a pass has none)
+
         words = _ITEM_WORDS.get(kind, kind)
         count = sum(map(len, runs))
         smallest = heapq.nsmallest(3, itertools.chain.from_iterable(
@@ -373,18 +373,25 @@ def item_story(results: Results | None, cell: str, item: str) -> ItemStory | Non
 # --- commands ----------------------------------------------------------------------------------
 
 
+def _quote(text: str) -> str:
+    """``text`` quoted for a shell (imported when a command is shown: a pass shows none)."""
+    import shlex
+
+    return shlex.quote(text)
+
+
 def config_flag(verdict: Verdict) -> str:
     """`` --config PATH`` when the check did not use the default config."""
     config = verdict.config or "membench.toml"
     if config in ("membench.toml", "./membench.toml"):
         return ""
-    return f" --config {shlex.quote(config)}"
+    return f" --config {_quote(config)}"
 
 
 def show_command(verdict: Verdict, cell: str, item: str, base_sha: str | None = None) -> str:
     """The command that explains one item, quoted so it works as printed."""
     base = f" --base-ref {base_sha}" if base_sha else ""
-    return f"membench-gate show {shlex.quote(f'{cell}#{item}')}{config_flag(verdict)}{base}"
+    return f"membench-gate show {_quote(f'{cell}#{item}')}{config_flag(verdict)}{base}"
 
 
 # Left in a justification, bless refuses it: the command is printed ready to run once the reason
@@ -422,7 +429,7 @@ def bless_command(verdict: Verdict, results: Results | None, base: Baseline | No
     """``membench-gate bless`` as it must be run for this verdict, quoted to work as printed."""
     keys = any(kind not in HARD_KINDS for kind in _kinds(verdict))
     draft = justification_draft(verdict, results, base, ranked) if keys else ""
-    text = f" --justification {shlex.quote(draft)}" if keys else ""
+    text = f" --justification {_quote(draft)}" if keys else ""
     return f"membench-gate bless{config_flag(verdict)}{text}"
 
 
