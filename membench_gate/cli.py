@@ -510,7 +510,7 @@ def without_pydantic_plugins() -> None:
     asks its loader module for its plugins; the gate's processes (the console script, ``python -m
     membench_gate`` and the action's step) put a loader with none in its place before the first
     model is built, which also spares every command the import of ``importlib.metadata`` and a
-    scan of every installed distribution's metadata (about 15 ms). Code that imports the
+    scan of every installed distribution's metadata (about 20 ms). Code that imports the
     gate's modules in a process of its own (an adapter) keeps its plugins.
     """
     name = "pydantic.plugin._loader"
