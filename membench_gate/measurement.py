@@ -8,6 +8,7 @@ bytes that the producing run validated.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections.abc import Mapping
@@ -66,6 +67,13 @@ def digest(payload: Any) -> str:
 def suite_files(suite: str, entries: list[str], base_dir: Path) -> list[list[FixtureFile]]:
     """The parsed JSON files of each of a suite's fixture folders, in the order the suite reads
     them; nothing is validated beyond being JSON."""
+    return [[FixtureFile(label, path, _read_json(path, label)) for path, label in folder]
+            for folder in suite_paths(suite, entries, base_dir)]
+
+
+def suite_paths(suite: str, entries: list[str], base_dir: Path) -> list[list[tuple[Path, str]]]:
+    """The files of each of a suite's fixture folders with their labels, in the order the suite
+    reads them: named JSON files, then every ``*.json`` of its subfolder in name order."""
     names, subfolder = SUITE_FILES[suite]
     folders = []
     for entry in entries:
@@ -79,7 +87,7 @@ def suite_files(suite: str, entries: list[str], base_dir: Path) -> list[list[Fix
                 raise GateError(f"{label}/{subfolder}: folder not found")
             paths += [(path, f"{label}/{subfolder}/{path.name}")
                       for path in sorted(directory.glob("*.json"))]
-        folders.append([FixtureFile(name, path, _read_json(path, name)) for path, name in paths])
+        folders.append(paths)
     return folders
 
 
@@ -94,34 +102,84 @@ def _read_json(path: Path, label: str) -> Any:
     return load_json(read_text(path, label, "fixture file"), label)
 
 
+def file_digest(data: Any) -> str:
+    """A fixture file's part of ``fixtures_hash``: the sha256 of its canonical bytes."""
+    return hashlib.sha256(canonical_bytes(data)).hexdigest()
+
+
 def fixtures_hash(include_holdout: bool,
-                  suites: list[tuple[str, int, dict[str, Any], list[FixtureFile]]]) -> str:
+                  suites: list[tuple[str, int, dict[str, Any], list[tuple[str, str]]]]) -> str:
     """sha256 over the measurement: holdout flag, then per suite (name order) its name, scorer
-    version, canonical options and each fixture file's canonical bytes in path order."""
+    version, canonical options and each fixture file's digest (:func:`file_digest`), given
+    with its label, in label order."""
     h = hashlib.sha256()
     h.update(b"membench-gate fixtures v1\n")
     h.update(f"include_holdout={str(include_holdout).lower()}\n".encode())
     for name, version, options, files in sorted(suites, key=lambda s: s[0]):
         h.update(f"suite={name}\nscorer={version}\n".encode())
         h.update(canonical_bytes(options) + b"\n")
-        for file in sorted(files, key=lambda f: f.label):
-            h.update(f"file={file.label}\n".encode())
-            h.update(hashlib.sha256(canonical_bytes(file.data)).hexdigest().encode() + b"\n")
+        for label, sha in sorted(files, key=lambda f: f[0]):
+            h.update(f"file={label}\n".encode())
+            h.update(sha.encode() + b"\n")
     return h.hexdigest()
 
 
 def hash_of(config: Config, files: Mapping[str, list[FixtureFile]]) -> str:
     """``fixtures_hash`` of ``config`` over the files of each enabled suite."""
     return fixtures_hash(config.include_holdout, [
-        (name, SCORER_VERSIONS[name], config.suite_record(name), files[name]) for name in files
+        (name, SCORER_VERSIONS[name], config.suite_record(name),
+         [(file.label, file_digest(file.data)) for file in files[name]])
+        for name in files
     ])
 
 
 def measurement_hash(config: Config) -> str:
     """``fixtures_hash`` of ``config`` read from the files alone (no item is validated): what
-    ``check --results`` compares a results file's hash with."""
-    return hash_of(config, {
-        name: [file for folder in suite_files(name, options.fixtures, config.base_dir)
-               for file in folder]
+    ``check --results`` compares a results file's hash with.
+
+    A file whose text is one this package ships (the built-in fixtures, recognised by the
+    sha256 of its text) counts with the digest recorded for that text in
+    ``shipped_fixtures.json``; any other is parsed and its canonical bytes hashed. Both are the
+    same function of the text, so the hash is the same either way (the tests hold the record to
+    the shipped files); the record only spares parsing and re-encoding them on every check.
+    """
+    shipped = _shipped_digests()
+
+    def digest_of(path: Path, label: str) -> str:
+        text = read_text(path, label, "fixture file")
+        known = shipped.get(hashlib.sha256(text.encode("utf-8")).hexdigest())
+        return known or file_digest(load_json(text, label))
+
+    return fixtures_hash(config.include_holdout, [
+        (name, SCORER_VERSIONS[name], config.suite_record(name),
+         [(label, digest_of(path, label))
+          for folder in suite_paths(name, options.fixtures, config.base_dir)
+          for path, label in folder])
         for name, options in config.suites.items()
-    })
+    ])
+
+
+SHIPPED_DIGESTS = Path(__file__).resolve().parent / "shipped_fixtures.json"
+
+
+@functools.cache
+def _shipped_digests() -> dict[str, str]:
+    try:
+        return json.loads(SHIPPED_DIGESTS.read_text(encoding="utf-8"))
+    except (OSError, ValueError):  # (a damaged install: every file is then parsed and hashed)
+        return {}
+
+
+def shipped_digests() -> dict[str, str]:
+    """sha256 of each shipped fixture file's text → its :func:`file_digest`, computed afresh
+    (``python -m membench_gate.measurement`` writes it to ``shipped_fixtures.json``)."""
+    out = {}
+    for path in sorted((data_dir() / "fixtures").rglob("*.json")):
+        text = path.read_text(encoding="utf-8")
+        out[hashlib.sha256(text.encode("utf-8")).hexdigest()] = file_digest(json.loads(text))
+    return dict(sorted(out.items()))
+
+
+if __name__ == "__main__":
+    SHIPPED_DIGESTS.write_text(json.dumps(shipped_digests(), indent=2) + "\n", encoding="utf-8")
+    print(SHIPPED_DIGESTS.name)

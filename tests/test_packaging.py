@@ -60,6 +60,7 @@ def test_wheel_ships_fixtures_templates_and_entry_point(wheel: Path) -> None:
     in_repo = {p.relative_to(REPO).as_posix() for p in (REPO / "fixtures").rglob("*.json")}
     assert shipped == in_repo
     assert "membench_gate/suites/veto.py" in names
+    assert "membench_gate/shipped_fixtures.json" in names  # check --results reads it
     assert not any(n.startswith("tests/") for n in names)
     assert "membench-gate = membench_gate.cli:console" in entry_points
 
