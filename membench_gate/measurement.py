@@ -126,10 +126,15 @@ def fixtures_hash(include_holdout: bool,
 
 def hash_of(config: Config, files: Mapping[str, list[FixtureFile]]) -> str:
     """``fixtures_hash`` of ``config`` over the files of each enabled suite."""
+    return _hash(config, {name: [(file.label, file_digest(file.data)) for file in files[name]]
+                          for name in files})
+
+
+def _hash(config: Config, digests: Mapping[str, list[tuple[str, str]]]) -> str:
+    """``fixtures_hash`` of ``config`` over each suite's files as ``(label, digest)``."""
     return fixtures_hash(config.include_holdout, [
-        (name, SCORER_VERSIONS[name], config.suite_record(name),
-         [(file.label, file_digest(file.data)) for file in files[name]])
-        for name in files
+        (name, SCORER_VERSIONS[name], config.suite_record(name), digests[name])
+        for name in digests
     ])
 
 
@@ -147,16 +152,14 @@ def measurement_hash(config: Config) -> str:
 
     def digest_of(path: Path, label: str) -> str:
         text = read_text(path, label, "fixture file")
-        known = shipped.get(hashlib.sha256(text.encode("utf-8")).hexdigest())
-        return known or file_digest(load_json(text, label))
+        return shipped.get(_text_key(text)) or file_digest(load_json(text, label))
 
-    return fixtures_hash(config.include_holdout, [
-        (name, SCORER_VERSIONS[name], config.suite_record(name),
-         [(label, digest_of(path, label))
-          for folder in suite_paths(name, options.fixtures, config.base_dir)
-          for path, label in folder])
+    return _hash(config, {
+        name: [(label, digest_of(path, label))
+               for folder in suite_paths(name, options.fixtures, config.base_dir)
+               for path, label in folder]
         for name, options in config.suites.items()
-    ])
+    })
 
 
 SHIPPED_DIGESTS = Path(__file__).resolve().parent / "shipped_fixtures.json"
@@ -165,9 +168,16 @@ SHIPPED_DIGESTS = Path(__file__).resolve().parent / "shipped_fixtures.json"
 @functools.cache
 def _shipped_digests() -> dict[str, str]:
     try:
-        return json.loads(SHIPPED_DIGESTS.read_text(encoding="utf-8"))
-    except (OSError, ValueError):  # (a damaged install: every file is then parsed and hashed)
-        return {}
+        record = json.loads(SHIPPED_DIGESTS.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        record = None
+    # A damaged install: every file is then parsed and hashed.
+    return record if isinstance(record, dict) else {}
+
+
+def _text_key(text: str) -> str:
+    """What a file's digest is recorded under: the sha256 of its text."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def shipped_digests() -> dict[str, str]:
@@ -176,7 +186,7 @@ def shipped_digests() -> dict[str, str]:
     out = {}
     for path in sorted((data_dir() / "fixtures").rglob("*.json")):
         text = path.read_text(encoding="utf-8")
-        out[hashlib.sha256(text.encode("utf-8")).hexdigest()] = file_digest(json.loads(text))
+        out[_text_key(text)] = file_digest(json.loads(text))
     return dict(sorted(out.items()))
 
 
