@@ -49,6 +49,7 @@ class BaseSide:
     has_config: bool = False
     breaches: list[Breach] = field(default_factory=list)
     data: bytes | None = None  # the baseline's bytes at the base commit, when it has one
+    config_rel: str | None = None  # the base's config, repository-relative, when it has one
 
 
 def config_relpath(root: Path, config_arg: Path) -> str:
@@ -155,7 +156,8 @@ def read_base(config: Config, base_ref: str | None, context: Context | None = No
     # Made without validating: git gave the sha (40 or 64 hex digits, read by pattern) and the
     # lookup the ref and how, so the validator would only be built to agree.
     info = BaseInfo.model_construct(ref=base.ref, sha=base.sha, how=base.how)
-    side = BaseSide(info, None, floors, has_config=config_bytes is not None, data=data)
+    side = BaseSide(info, None, floors, has_config=config_bytes is not None, data=data,
+                    config_rel=base_config if config_bytes is not None else None)
     if data is None:
         return side
     try:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from membench_gate.baseside import BaseSide, read_base_in_repository
 from membench_gate.check import read_committed, read_results
@@ -17,12 +18,16 @@ from membench_gate.config import Config, load_config
 from membench_gate.errors import GateError
 from membench_gate.findings import DRAFT_REASON
 from membench_gate.gate import HARD_KINDS, breach_keys, decide, floors_of
+from membench_gate.invariants import prepare
 from membench_gate.justify import check_justification
 from membench_gate.results import Baseline, Justification, Results, dumps_baseline, write_atomic
 from membench_gate.runner import progress_reporter, run
 from membench_gate.settings import Context
 from membench_gate.summary import verdict_summary
 from membench_gate.verdict import BaseInfo, JustificationResult
+
+if TYPE_CHECKING:
+    from membench_gate.fixtures import SuiteFixtures
 
 
 def _base(config: Config, base_ref: str | None, context: Context, config_arg: Path) -> BaseSide:
@@ -44,13 +49,18 @@ def _readable_committed(config: Config) -> Baseline | None:
         return None
 
 
-def _results(config: Config, path: Path | None) -> Results:
+def _results(config: Config, path: Path | None
+             ) -> tuple[Results | None, tuple[str, dict[str, SuiteFixtures]] | None]:
+    """The results file (checked), or the fixtures the run will use: read before any adapter
+    starts."""
     if path is None:
-        return run(config, progress_reporter())
+        from membench_gate.runner import load_fixtures
+
+        return None, load_fixtures(config)
     results, reasons = read_results(path, config)
     if reasons:
         raise GateError(f"bless refused: {reasons[0]}; run bless without --results")
-    return results
+    return results, None
 
 
 def _listed(keys: list[str]) -> str:
@@ -65,11 +75,17 @@ def bless(config_path: Path, context: Context, *, justification: str | None = No
     an earlier run instead of running the suites.
     """
     config = load_config(config_path)
-    results = _results(config, results_path)
+    # Everything the baseline is judged on is read before any adapter starts.
     base = _base(config, base_ref, context, config_path)
     committed = _readable_committed(config)
+    read, preloaded = _results(config, results_path)
+    head_hash = read.fixtures_hash if read is not None else preloaded[0]
+    invariants = prepare(config, base, head_hash)
+    results = read if read is not None else run(config, progress_reporter(), preloaded=preloaded)
+    measured = invariants.measure(set(results.cells), progress_reporter()) if invariants else {}
     probe = decide(base.baseline, results.to_baseline(), results,
-                   floors=floors_of(base.floors, config.floors), base_breaches=base.breaches)
+                   floors=floors_of(base.floors, config.floors), base_breaches=base.breaches,
+                   base_invariants=measured)
     probe.base = base.info
     probe.config = str(config_path)
     hard = breach_keys(probe, HARD_KINDS)

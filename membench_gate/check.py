@@ -19,6 +19,7 @@ from membench_gate.gate import decide, floors_of
 from membench_gate.measurement import measurement_hash
 from membench_gate.results import (
     Baseline,
+    Cell,
     Results,
     canonical_dumps,
     dumps_baseline,
@@ -33,10 +34,12 @@ from membench_gate.summary import verdict_summary
 from membench_gate.verdict import Verdict
 
 if TYPE_CHECKING:  # checking a results file never starts an adapter
+    from membench_gate.fixtures import SuiteFixtures
     from membench_gate.gitbase import Started
-    from membench_gate.rpc import Handshake
+    from membench_gate.invariants import BaseSuites
 
-__all__ = ["BaseSide", "Outputs", "check", "read_base", "read_committed", "read_results"]
+__all__ = ["BaseSide", "Inputs", "Outputs", "check", "read_base", "read_committed", "read_inputs",
+           "read_results"]
 
 
 class Outputs(NamedTuple):
@@ -75,30 +78,74 @@ def read_committed(config: Config, base: BaseSide | None = None) -> Committed:
     return Committed(baseline, data.decode("utf-8", "replace") == dumps_baseline(baseline))
 
 
-def _results(config: Config, path: Path | None, verify_determinism: bool, ci: bool,
-             launched: Handshake | None = None) -> tuple[Results, list[str]]:
-    """This run's results (run now, or read ``--results``) and any reason they are unusable."""
+class Inputs(NamedTuple):
+    """Everything a verdict rests on besides the memory's answers, read before any of the pull
+    request's code runs (docs/gate.md, "Inputs before the pull request's code"): the base side,
+    the committed baseline, the fixtures (or the results file) and the base's invariant suites."""
+
+    base: BaseSide
+    committed: Committed
+    fixtures: tuple[str, dict[str, SuiteFixtures]] | None
+    results: Results | None
+    reasons: list[str]
+    invariants: BaseSuites | None
+
+
+def read_inputs(config: Config, context: Context, config_path: Path, base_ref: str | None,
+                results_path: Path | None, git: Started | None = None) -> Inputs:
+    """Read, in this order, the base commit (resolved with git) and what it holds, the
+    committed baseline, and the fixtures or the results file — all before an adapter starts."""
+    from membench_gate.invariants import prepare
+
+    base = read_base(config, base_ref, context, config_arg=config_path, git=git)
+    committed = read_committed(config, base)
+    fixtures = results = None
     reasons: list[str] = []
-    if path is not None:
+    if results_path is not None:
+        results, reasons = read_results(results_path, config)
+        if context.ci:
+            reasons = _foreign_commit(results, config) + reasons
+        head_hash = results.fixtures_hash
+    else:
+        from membench_gate.runner import load_fixtures
+
+        fixtures = load_fixtures(config)
+        head_hash = fixtures[0]
+    if base.inconclusive:
+        reasons.append(base.inconclusive)
+    invariants = None if reasons else prepare(config, base, head_hash)
+    return Inputs(base, committed, fixtures, results, reasons, invariants)
+
+
+def _results(config: Config, inputs: Inputs, verify_determinism: bool) -> Results:
+    """This run's results: the results file, or the suites run now on the fixtures read."""
+    if inputs.results is not None:
         if verify_determinism:
             raise GateError("--verify-determinism runs the suites twice; it cannot check a "
                             "--results file")
-        results, reasons = read_results(path, config)
-        if ci:
-            reasons = _foreign_commit(results, config) + reasons
-        return results, reasons
-    from membench_gate.runner import progress_reporter, run  # (a results file needs no runner)
+        return inputs.results
+    from membench_gate.runner import progress_reporter, run
 
-    results = run(config, progress_reporter(), launched=launched)
+    results = run(config, progress_reporter(), preloaded=inputs.fixtures)
     if verify_determinism:
         from membench_gate.determinism import first_difference
 
-        where = first_difference(results, run(config, None))
+        where = first_difference(results, run(config, None, preloaded=inputs.fixtures))
         if where:
-            reasons.append(f"determinism check failed: two runs of the same config differ, first "
-                           f"at {where} (equal scores in an arbitrary order? sort ties by score, "
-                           "then id)")
-    return results, reasons
+            inputs.reasons.append(
+                f"determinism check failed: two runs of the same config differ, first at "
+                f"{where} (equal scores in an arbitrary order? sort ties by score, then id)")
+    return results
+
+
+def base_invariants(inputs: Inputs, actual: Results) -> dict[str, Cell]:
+    """The base's invariant cells this run does not measure, measured now on the base's suite
+    tables and fixtures (rule 1); empty when every one is measured."""
+    if inputs.invariants is None or inputs.reasons:
+        return {}
+    from membench_gate.runner import progress_reporter
+
+    return inputs.invariants.measure(set(actual.cells), progress_reporter())
 
 
 def read_results(path: Path, config: Config) -> tuple[Results, list[str]]:
@@ -178,56 +225,45 @@ def _replace(path: Path, text: Callable[[], str]) -> None:
 def check(config_path: Path, context: Context, *, base_ref: str | None = None,
           results: Path | None = None, allow_regression: str | None = None,
           include_holdout: bool = False, verify_determinism: bool = False,
-          outputs: Outputs = NO_OUTPUTS, launched: Handshake | None = None,
-          git: Started | None = None) -> int:
-    """``membench-gate check``: run (or read ``results``), compare with the base commit's
-    baseline, return the verdict's exit code.
+          outputs: Outputs = NO_OUTPUTS, git: Started | None = None) -> int:
+    """``membench-gate check``: read every input, run (or read ``results``), compare with the
+    base commit's baseline, return the verdict's exit code.
 
     ``context`` says whether this is CI and which event it serves. Every file of ``outputs`` is
     written for every outcome: when the check fails — any exception, a SystemExit included —
     each is replaced by the error verdict, so a CI job never shows or re-reads the files of an
-    earlier run. ``launched`` is the adapter when the caller started it early (``run`` then
-    leaves it to exit while the verdict is written; it is reaped at the end). ``git`` are the
-    git processes of the base lookup when the caller started them ahead for the config's folder
-    (ended at the end when the lookup did not adopt them).
+    earlier run. ``git`` are the git processes of the base lookup when the caller started them
+    ahead for the config's folder (ended at the end when the lookup did not adopt them).
     """
     try:
         config = load_config(config_path).with_holdout(include_holdout)
-        if launched is not None:
-            launched = config.launch(launched)  # adopted, or stopped and started anew
         if allow_regression is not None and context.ci:
             raise GateError("--allow-regression is local only: refused because CI or "
                             "GITHUB_ACTIONS is set")
         if allow_regression is not None and not allow_regression.strip():
             raise GateError("--allow-regression needs a reason")
-        actual, reasons = _results(config, results, verify_determinism, context.ci, launched)
+        inputs = read_inputs(config, context, config_path, base_ref, results, git)
+        actual = _results(config, inputs, verify_determinism)
         if outputs.out is not None and results is None:
             write_atomic(outputs.out, dumps_results(actual))
-        verdict, base = _compare(config, context, config_path, actual, reasons, base_ref,
-                                 allow_regression, git)
-        write_outputs(outputs, verdict, actual, base.baseline)
-        print(verdict_summary(verdict, actual, base.baseline))
+        verdict = _compare(config, context, config_path, actual, inputs, allow_regression)
+        write_outputs(outputs, verdict, actual, inputs.base.baseline)
+        print(verdict_summary(verdict, actual, inputs.base.baseline))
         return verdict.exit_code
     except BaseException as exc:
         replace_outputs(error_verdict(exc, str(config_path)),
                         [outputs.json, outputs.out, outputs.base_out], [outputs.report])
         raise
     finally:
-        if launched is not None:
-            launched.process.kill()
         if git is not None:
             git.close()
 
 
 def _compare(config: Config, context: Context, config_path: Path, actual: Results,
-             reasons: list[str], base_ref: str | None, allow_regression: str | None,
-             git: Started | None = None) -> tuple[Verdict, BaseSide]:
+             inputs: Inputs, allow_regression: str | None) -> Verdict:
     """The verdict on ``actual`` against the base commit's baseline and the committed one;
-    ``reasons`` are why the results cannot be compared at all (INCONCLUSIVE)."""
-    base = read_base(config, base_ref, context, config_arg=config_path, git=git)
-    if base.inconclusive:
-        reasons.append(base.inconclusive)
-    committed = read_committed(config, base)
+    ``inputs.reasons`` are why the results cannot be compared at all (INCONCLUSIVE)."""
+    base, committed = inputs.base, inputs.committed
     verdict = decide(
         base.baseline,
         committed.baseline,
@@ -235,16 +271,17 @@ def _compare(config: Config, context: Context, config_path: Path, actual: Result
         floors=floors_of(base.floors, config.floors),
         allow_regression=allow_regression,
         ci=context.ci,
-        inconclusive=reasons,
+        inconclusive=inputs.reasons,
         committed_canonical=committed.canonical,
         base_breaches=base.breaches,
         base_config=base.has_config,
+        base_invariants=base_invariants(inputs, actual),
     )
     if base.inconclusive:  # a base baseline exists but cannot be read: no mode can be named
         verdict.mode = None
     verdict.base = base.info
     verdict.config = str(config_path)
-    return verdict, base
+    return verdict
 
 
 def write_outputs(outputs: Outputs, verdict: Verdict, results: Results, base: Baseline | None

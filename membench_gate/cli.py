@@ -225,33 +225,24 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from membench_gate import early
+    from membench_gate.config import load_config
+    from membench_gate.results import dumps_results, write_atomic
+    from membench_gate.runner import progress_reporter, run
+    from membench_gate.shard import parse_shard
+    from membench_gate.summary import run_summary
 
-    launched = None
     try:
-        # The adapter starts up (interpreter, its imports) while the gate imports the rest.
-        launched = early.launch(args.config)
-        from membench_gate.config import load_config
-        from membench_gate.results import dumps_results, write_atomic
-        from membench_gate.runner import progress_reporter, run
-        from membench_gate.shard import parse_shard
-        from membench_gate.summary import run_summary
-
         shard = parse_shard(args.shard) if args.shard is not None else None
         config = load_config(args.config).with_holdout(args.include_holdout)
         if args.suite:
             config = config.with_suites(args.suite)
-        launched = config.launch(launched)
-        results = run(config, progress_reporter(), launched=launched, shard=shard)
+        results = run(config, progress_reporter(), shard=shard)
         if args.out:
             write_atomic(args.out, dumps_results(results))
         summary = run_summary(results, args.out)
     except BaseException as exc:
         _replace_out(exc, args.out, str(args.config))
         raise
-    finally:
-        if launched is not None:
-            launched.process.kill()  # after a shutdown, the adapter exited meanwhile
     print(summary)
     return 0
 
@@ -286,24 +277,18 @@ def _replace_out(exc: BaseException, out: Path | None, config: str | None) -> No
 def cmd_check(args: argparse.Namespace) -> int:
     from membench_gate import early
 
-    launched = git = None
+    git = None
     try:
-        # The adapter starts up while the gate imports the rest; check adopts it or stops it.
-        # With a results file there is no adapter: the git processes of the base lookup start
-        # instead, and run while the gate imports.
-        if args.results is None:
-            launched = early.launch(args.config)
-        else:
-            git = early.start_git(args.config)
+        # The git processes of the base lookup start while the gate imports the rest. (The
+        # adapter starts only once everything the verdict rests on has been read.)
+        git = early.start_git(args.config)
         from membench_gate.check import Outputs, check
         from membench_gate.settings import Context
 
         outputs = Outputs(json=args.json, report=args.report, out=args.out,
                           base_out=args.base_out)
         context = Context.from_env()
-    except BaseException as exc:  # check() did not take over: stop the adapter, guard the files
-        if launched is not None:
-            launched.process.kill()
+    except BaseException as exc:  # check() did not take over: guard the files
         if git is not None:
             git.close()
         from membench_gate.check import error_verdict, replace_outputs
@@ -313,8 +298,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         raise
     return check(args.config, context, base_ref=args.base_ref, results=args.results,
                  allow_regression=args.allow_regression, include_holdout=args.include_holdout,
-                 verify_determinism=args.verify_determinism, outputs=outputs, launched=launched,
-                 git=git)
+                 verify_determinism=args.verify_determinism, outputs=outputs, git=git)
 
 
 def cmd_bless(args: argparse.Namespace) -> int:

@@ -277,23 +277,11 @@ class Config(NamedTuple):
 
         return adapter_argv(self.adapter_command, self.adapter, [Path.cwd()])
 
-    def launch(self, early: Handshake | None = None) -> Handshake:
-        """Start the adapter in the config's folder and send ``initialize`` (not waiting).
-
-        ``early`` is the adapter :func:`membench_gate.early.launch` started from the raw file
-        before this config was validated: it is adopted only when it is exactly what this
-        config starts; otherwise it is stopped and the config's own adapter started."""
+    def launch(self) -> Handshake:
+        """Start the adapter in the config's folder and send ``initialize`` (not waiting)."""
         from membench_gate.rpc import launch
 
-        argv = self.adapter_argv()
-        if early is not None:
-            process = early.process
-            if process.alive and process.argv == argv and process.cwd == self.base_dir \
-                    and early.options == self.adapter_options:
-                process.timeout = self.timeout
-                return early
-            process.kill()
-        return launch(argv, self.base_dir, self.timeout, self.adapter_options)
+        return launch(self.adapter_argv(), self.base_dir, self.timeout, self.adapter_options)
 
 
 def _suggest(key: str, choices: typing.Iterable[str]) -> str:

@@ -27,7 +27,7 @@ INVARIANT, FLOOR, METRIC, MEASUREMENT, ITEMS = range(5)
 _GROUP_OF_KIND = {"zero": INVARIANT, "floor": FLOOR, "metric": METRIC, "metric-missing": METRIC,
                   "cell-missing": METRIC}
 _ITEM_WORDS = {"newly-failed": "newly failing", "item-removed": "removed while failing at base",
-               "item-eased": "eased (changed, and now passing)"}
+               "item-changed": "changed (gated as removed and re-added)"}
 _NET = re.compile(r"^net_at_(\d+(?:\.\d+)?)$")
 _SAID_BY_NUMBERS = ("metric",)
 # How the base commit was found (``base.how``, docs/gate.md "Base commit"), in words.

@@ -494,6 +494,9 @@ def _validate_push(fx: SuiteFixtures, include_holdout: bool) -> None:
                     "pages": [p.model_dump() for p in referenced],
                 })
             earlier = [*earlier, turn.text]
+    # Composite keys are unique across files too: "a" + "b/c" and "a/b" + "c" are one key.
+    _unique(((f"{c.id}/{p.slug}", _label(fx, c.id)) for c in fx.conversations for p in c.pages),
+            "push corpus item (conversation/slug)")
     if not include_holdout:
         fx.conversations = [
             c.model_copy(update={"pages": [p for p in c.pages if not p.holdout]})
@@ -533,6 +536,12 @@ def _validate_writeback(fx: SuiteFixtures, include_holdout: bool) -> None:
                     continue
                 fx.digests[f"{session.id}.{item.id}"] = digest({**context,
                                                                  "item": item.model_dump()})
+    # Composite keys are unique across files too: "a" + "b.c" and "a.b" + "c" are one key.
+    _unique(((f"{s.id}.{i.id}", _label(fx, s.id)) for s in fx.sessions
+             for i in (*s.gold_facts, *s.non_facts, *s.probes)),
+            "writeback item (session.item)")
+    _unique(((f"{s.id}/{t.id}", _label(fx, s.id)) for s in fx.sessions for t in s.turns),
+            "writeback corpus item (session/turn)")
     if not include_holdout:
         fx.sessions = [
             s.model_copy(update={"turns": [t for t in s.turns if not t.holdout]})

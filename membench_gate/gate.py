@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from membench_gate import metrics
-from membench_gate.results import Baseline, round4
+from membench_gate.results import Baseline, Cell, round4
 from membench_gate.verdict import (
     Breach,
     Breaches,
@@ -39,6 +39,7 @@ UNBANKED = ("the justification blesses these breaches, but the committed baselin
             "membench-gate bless commits this run's numbers with the justification")
 EXIT_CODES = {"pass": 0, "regression": 1, "bless-required": 2, "inconclusive": 3, "error": 4}
 HARD_KINDS = ("zero", "floor")
+EMPTY_CELLS: Mapping[str, Cell] = {}
 
 
 class Floor(NamedTuple):
@@ -70,18 +71,26 @@ def floors_of(base: Mapping[str, float], head: Mapping[str, float]) -> list[Floo
            [Floor(k, v, "head") for k, v in sorted(head.items())]
 
 
-def _invariants(actual: Baseline, base: Baseline | None) -> list[Breach]:
-    """Rule 1: zero-gated metrics must be 0 in every cell of this run."""
+def _invariants(actual: Baseline, base: Baseline | None,
+                base_invariants: Mapping[str, Cell] = EMPTY_CELLS) -> list[Breach]:
+    """Rule 1: zero-gated metrics must be 0 in every cell of this run, and in every cell the
+    base measured an invariant in that this run does not measure (``base_invariants``: those
+    cells measured on the base's suite table and fixtures)."""
     found = []
-    for cell_name, cell in sorted(actual.cells.items()):
+    extra = sorted((name, cell) for name, cell in base_invariants.items()
+                   if name not in actual.cells)
+    for cell_name, cell in [*sorted(actual.cells.items()), *extra]:
+        unmeasured = cell_name not in actual.cells
         for name, value in sorted(cell.metrics.items()):
             if metrics.gate_kind(cell_name, name) == "zero" and _rounded(value) > 0:
                 before = base.cells.get(cell_name) if base else None
+                where = (" — measured with the base's suite table and fixtures, since this run "
+                         "no longer measures the cell") if unmeasured else ""
                 found.append(Breach(
                     key=f"{cell_name}:{name}", kind="zero",
                     base=_rounded(before.metrics.get(name)) if before else None, head=_rounded(value),
                     detail=f"{name} must be 0 in every run; it is {round4(value)} "
-                           "(never waivable or blessable)",
+                           f"(never waivable or blessable){where}",
                 ))
     return found
 
@@ -159,10 +168,13 @@ def _compare_cells(base: Baseline, actual: Baseline, same_hash: bool) -> _Compar
 
 def _comparable_items(base: Baseline, actual: Baseline, cell: str, same_hash: bool,
                       out: _Comparison) -> set[str] | None:
-    """Under a changed corpus, the items whose content digest is unchanged (compared by id);
-    removed items are breaches, and so are changed items that failed at base and pass now (the
-    test made easier, not the memory better); added and other changed ones are reported.
-    None: compare every id."""
+    """Under a changed corpus, the items whose content digest is unchanged (compared by id).
+
+    A gold item is its content: one whose digest changed is the removal of the old item and the
+    addition of a new one, a breach whatever either scored (``item-changed``), so a newly
+    failing item cannot be reworded until it passes, and a regression cannot hide behind a
+    harder rewording. Removed items are breaches; added ones are reported. None: compare every
+    id."""
     if same_hash:
         return None
     before, now = base.digests.get(cell, {}), actual.digests.get(cell, {})
@@ -173,27 +185,27 @@ def _comparable_items(base: Baseline, actual: Baseline, cell: str, same_hash: bo
     if removed:
         out.breaches.append(ItemBreaches(cell, "item-removed", tuple(removed), "present", None,
                                          "gold item removed from the fixtures"))
-    was_failed, is_failed = set(base.cells[cell].failed), set(actual.cells[cell].failed)
-    eased = tuple(i for i in changed if i in was_failed and i not in is_failed)
-    if eased:
-        out.breaches.append(ItemBreaches(cell, "item-eased", eased, "fail", "pass",
-                                         "gold item failed at base and passes now that its "
-                                         "content changed: the item was made easier"))
-    # The mirror case is no breach (a harder item is allowed), but a regression can hide behind
-    # a reworded item, and easy items added lift the cell's metrics: both are said plainly.
-    hardened = [i for i in changed if i not in was_failed and i in is_failed]
-    if hardened:
-        shown = ", ".join(hardened[:5]) + (f" and {len(hardened) - 5} more"
-                                           if len(hardened) > 5 else "")
-        out.notes.append(f"{cell}: {len(hardened)} changed gold item"
-                         f"{'s' if len(hardened) != 1 else ''} passed at base and fail now "
-                         f"({shown}): a harder item, or a regression behind the change — "
-                         "reported, not a breach")
+    if changed and cell not in metrics.DERIVED_CELLS:
+        was_failed, is_failed = set(base.cells[cell].failed), set(actual.cells[cell].failed)
+        for before_outcome, now_outcome in (("fail", "pass"), ("pass", "fail"), ("fail", "fail"),
+                                            ("pass", "pass")):
+            ids = tuple(i for i in changed if _outcome(i in was_failed) == before_outcome
+                        and _outcome(i in is_failed) == now_outcome)
+            if ids:
+                out.breaches.append(ItemBreaches(
+                    cell, "item-changed", ids, before_outcome, now_outcome,
+                    "gold item content changed: gated as the old item removed and a new one "
+                    "added, whatever either scored"))
+    # Easy items added lift the cell's metrics: said plainly.
     if added and len(added) * 5 >= max(1, len(before)):
         out.notes.append(f"{cell}: {len(added)} gold items added to {len(before)} "
                          "(the cell's metrics now measure a different mix) — reported, not a "
                          "breach")
     return {i for i in set(before) & set(now) if before[i] == now[i]}
+
+
+def _outcome(failed: bool) -> str:
+    return "fail" if failed else "pass"
 
 
 def _diff(before: Mapping[str, str], now: Mapping[str, str]
@@ -253,6 +265,7 @@ def decide(
     committed_canonical: bool = True,
     base_breaches: Iterable[Breach] = (),
     base_config: bool = False,
+    base_invariants: Mapping[str, Cell] = EMPTY_CELLS,
 ) -> Verdict:
     """Apply the gate rules and return the verdict.
 
@@ -265,7 +278,9 @@ def decide(
     the base side (the baseline path moved): blessable breaches like the comparison's.
     ``base_config`` says the base commit has a gate config: then, in CI, a missing base
     baseline is BLESS REQUIRED, not a bootstrap (rule 10: only a PR bringing the gate itself
-    may introduce its first baseline).
+    may introduce its first baseline). ``base_invariants`` are the cells with zero-gated
+    metrics the base measured and this run does not, measured with the base's suite table and
+    fixtures (rule 1: an invariant cannot be unmeasured).
     """
     reasons = list(inconclusive)
     if reasons:
@@ -278,7 +293,7 @@ def decide(
             mode = "corpus-bless"
         return _finish("inconclusive", mode, notes=reasons)
 
-    hard = _invariants(actual, base) + _floors(actual, floors)
+    hard = _invariants(actual, base, base_invariants) + _floors(actual, floors)
     if allow_regression is not None and ci:
         return _finish("error", None, breaches=hard, notes=[
             "--allow-regression is local only and is refused when CI or GITHUB_ACTIONS is set"])
@@ -289,6 +304,15 @@ def decide(
                               "the gate may bring the first baseline; bless and commit the "
                               "baseline on the base branch"])
     verdict = _compare(base, committed, actual, hard, allow_regression, list(base_breaches))
+    for name, cell in sorted(base_invariants.items()):
+        if name in actual.cells:
+            continue
+        held = [f"{m} {round4(v)}" for m, v in sorted(cell.metrics.items())
+                if metrics.gate_kind(name, m) == "zero" and not _rounded(v) > 0]
+        if held:
+            verdict.notes.append(f"{name} is not measured by this run: its invariants were "
+                                 f"measured with the base's suite table and fixtures "
+                                 f"({', '.join(held)})")
     if committed is not None and not committed_canonical:
         # Compared as canonical content, so a reformatted file is only worth a note.
         verdict.notes.append("the committed baseline is not in canonical form (reformatted or "

@@ -276,6 +276,36 @@ class Repo:
             raise GateError(f"{rel} at commit {sha}: object {oid} is missing")
         return blob[2]
 
+    def read_tree(self, sha: str, path: str) -> dict[str, bytes]:
+        """Every regular file under the repo-relative folder ``path`` at commit ``sha``, by its
+        path relative to that folder (empty when the folder is absent). Symlinks and submodules
+        are left out: what a suite reads must be a file at that commit."""
+        rel = _repo_relative(path)
+        sha = self.ensure_commit(sha)
+        found: dict[str, bytes] = {}
+        pending = [("", f"{sha}:{rel}")]
+        while pending:
+            prefix, name = pending.pop()
+            tree = self._object(name)
+            if tree is None or tree[1] != "tree":
+                continue
+            at, raw, size = 0, tree[2], len(sha) // 2
+            while at < len(raw):
+                space = raw.index(b" ", at)
+                nul = raw.index(b"\0", space)
+                mode, entry = raw[at:space], raw[space + 1:nul].decode("utf-8", "surrogateescape")
+                oid = raw[nul + 1:nul + 1 + size].hex()
+                at = nul + 1 + size
+                if mode == b"40000":
+                    pending.append((f"{prefix}{entry}/", oid))
+                elif mode in _REGULAR_MODES:
+                    blob = self._object(oid)
+                    if blob is None:
+                        raise GateError(f"{rel}/{prefix}{entry} at commit {sha}: object {oid} "
+                                        "is missing")
+                    found[f"{prefix}{entry}"] = blob[2]
+        return found
+
     def rev(self, rev: str) -> str | None:
         """The commit sha ``rev`` names here, or None when it names none (or is not present)."""
         # Text from users must never reach git as an option.

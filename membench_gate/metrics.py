@@ -44,6 +44,9 @@ CONDITIONS: dict[str, tuple[str, ...]] = {
     "recall": ("default",),
 }
 CELLS = tuple(f"{suite}/{cond}" for suite, conds in CONDITIONS.items() for cond in conds)
+# Cells a suite derives from its other cells' records (controls): their one item stands for the
+# whole suite, so its content changes with any gold item's — which is gated item by item.
+DERIVED_CELLS = frozenset({"abstention/control_floor_off", "abstention/control_shuffled"})
 # Suites whose conditions come from the fixtures (recall: one cell per query category).
 OPEN_CONDITIONS = ("recall",)
 _CONDITION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")

@@ -269,7 +269,7 @@ def _id_groups(groups: dict[str, list[str]], level: str) -> list[dict[str, Any]]
     return out
 
 
-_EASING_KINDS = ("item-eased", "item-removed", "corpus-removed", "option")
+_EASING_KINDS = ("item-changed", "item-removed", "corpus-removed", "option")
 _EASING_SHOWN = 20
 
 

@@ -102,19 +102,20 @@ def cell_digests(fixtures: SuiteFixtures, items: dict[str, Any]) -> dict[str, st
 
 def run(config: Config, progress: Progress | None = None,
         wrap: Callable[[rpc.SuiteSession], Any] | None = None,
-        launched: rpc.Handshake | None = None, shard: Shard | None = None) -> Results:
+        shard: Shard | None = None,
+        preloaded: tuple[str, dict[str, SuiteFixtures]] | None = None) -> Results:
     """Run every enabled suite of ``config`` against its adapter, in the adapter's own process.
 
     ``wrap`` puts an object with the session's methods between each suite and the adapter (the
-    selftest's mutants). ``launched`` is the adapter when the caller started it early (so its
-    start-up overlapped the caller's own work). With ``shard``, only that shard's items are
-    scored (the corpus is still ingested whole)."""
+    selftest's mutants). With ``shard``, only that shard's items are scored (the corpus is still
+    ingested whole). ``preloaded`` is what :func:`load_fixtures` gave, when the caller loaded
+    them already. Every input is read before the adapter starts: nothing the memory's code does
+    can change what it is measured on."""
     started = datetime.now(timezone.utc)
     clock = time.perf_counter()
-    handshake = launched or config.launch()
-    process = handshake.process
+    digest, loaded = preloaded or load_fixtures(config)
+    process = (handshake := config.launch()).process
     try:
-        digest, loaded = load_fixtures(config)  # while the adapter starts up
         client = handshake.finish()
         suites = registry()
         for name in loaded:  # what a suite needs of the adapter, before any suite runs
@@ -135,15 +136,9 @@ def run(config: Config, progress: Progress | None = None,
                                         failed=cell.failed)
                 digests[cell_name] = cell_digests(fixtures, outcome.items[cell_name])
             items.update(outcome.items)
-        # A caller that launched the adapter reaps it (kill) once its own work is done, so the
-        # adapter's exit overlaps the writing of the results.
-        process.shutdown(wait=launched is None)
-    except BaseException:
-        process.kill()
-        raise
+        process.shutdown()
     finally:
-        if launched is None:
-            process.kill()
+        process.kill()
     return Results(
         schema_version=SCHEMA_VERSION,
         fixtures_hash=digest,

@@ -25,10 +25,10 @@ from pydantic_core import CoreSchema, core_schema
 VerdictName = Literal["pass", "regression", "bless-required", "inconclusive", "error"]
 Mode = Literal["same-hash", "corpus-bless", "bootstrap"]
 BreachKind = Literal["zero", "floor", "cell-missing", "gold-total", "newly-failed", "item-removed",
-                     "metric", "metric-missing", "item-eased", "option", "corpus-removed",
+                     "metric", "metric-missing", "item-changed", "option", "corpus-removed",
                      "baseline-moved"]
 # Breaches keyed by one gold item (``suite/condition#id``): held per cell and kind.
-ITEM_KINDS = frozenset({"newly-failed", "item-removed", "item-eased"})
+ITEM_KINDS = frozenset({"newly-failed", "item-removed", "item-changed"})
 
 
 

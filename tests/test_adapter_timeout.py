@@ -47,7 +47,9 @@ def test_timeout_must_be_a_number(tmp_path: Path) -> None:
 
 
 def command_adapter(tmp_path: Path, script: str, timeout: int) -> None:
-    """``script`` as the config's adapter (``python3 adapter.py``), on the veto suite."""
+    """``script`` as the config's adapter (``python3 adapter.py``), on the veto suite, in a git
+    repository with no commit yet (check resolves its base before an adapter starts)."""
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
     (tmp_path / "adapter.py").write_text(script)
     (tmp_path / "membench.toml").write_text(
         f'[adapter]\ncommand = ["python3", "adapter.py"]\ntimeout = {timeout}\n'
@@ -174,7 +176,7 @@ import os
 import signal
 import sys
 
-from membench_gate import check, cli, early
+from membench_gate import check, cli, rpc
 
 where = sys.argv.pop(1)
 
@@ -187,13 +189,13 @@ def stop_here(*args, **kwargs):
 if where == "parse":
     cli.build_parser = stop_here
 elif where == "launch":
-    early.launch = stop_here
+    rpc.launch = stop_here
 elif where == "clean-up":  # a second signal while the files are being replaced
     replace = check._replace
     def again(path, text):
         os.kill(os.getpid(), signal.SIGTERM)
         replace(path, text)
-    early.launch = stop_here
+    rpc.launch = stop_here
     check._replace = again
 cli.console()
 '''

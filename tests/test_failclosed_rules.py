@@ -1,7 +1,7 @@
 """Rules 7 and 8 fail closed, through the CLI on real git repositories.
 
 Rule 7: a measurement made easier is a breach even when every metric improves — a changed suite
-option, a failing gold item rewritten until it passes, distractors removed. Rule 8: a
+option, a gold item rewritten (gated as removed and re-added), distractors removed. Rule 8: a
 justification must be a reason, not names and repeats, not a placeholder in look-alike letters,
 not the base's reason again with text appended; and one with nothing to bless is only noted.
 """
@@ -75,7 +75,7 @@ def test_including_holdout_items_is_an_option_change(work: Path) -> None:
     assert "abstention:option:include_holdout" in result.breach_keys()
 
 
-def test_a_failing_item_rewritten_until_it_passes_is_eased(work: Path) -> None:
+def test_a_failing_item_rewritten_until_it_passes_is_a_changed_item(work: Path) -> None:
     """Issue seen: editing the text of failing gold items made them pass as 'changed'."""
     probes = [dict(p) for p in PROBES]
     probes[3]["question"] = "When do staging deploys run every weekday?"
@@ -83,12 +83,12 @@ def test_a_failing_item_rewritten_until_it_passes_is_eased(work: Path) -> None:
     commit_run_as_baseline(work)
     result = check(work, ci=True)
     assert result.code == 1, result.stderr
-    eased = next(b for b in result.verdict["breaches"] if b["kind"] == "item-eased")
-    assert (eased["key"], eased["base"], eased["head"]) == ("abstention/default#p4", "fail",
-                                                            "pass")
+    changed = next(b for b in result.verdict["breaches"] if b["kind"] == "item-changed")
+    assert (changed["key"], changed["base"], changed["head"]) == ("abstention/default#p4",
+                                                                  "fail", "pass")
     assert result.verdict["fixture_diff"]["changed"]["abstention/default"] == ["p4"]
     # Every metric improved: it is the easing alone that blocks.
-    assert [b["kind"] for b in result.verdict["breaches"]] == ["item-eased"]
+    assert [b["kind"] for b in result.verdict["breaches"]] == ["item-changed"]
 
 
 def test_removed_distractors_are_a_breach_and_every_corpus_change_is_diffed(

@@ -247,29 +247,42 @@ def test_corpus_bless_compares_unchanged_items_by_id_and_reports_changes() -> No
                                                         11, ["scn-05", "scn-10", "scn-01"])},
                   digests={"veto/files_known": digests})
     verdict = decide(base, actual, actual)
-    # scn-01 is unchanged and newly fails; scn-05 changed and scn-10 is new: reported only.
-    assert keys(verdict) == ["veto/files_known#scn-01"]
+    # scn-01 is unchanged and newly fails; scn-05 changed: a gold item is its content, so it is
+    # gated as removed and re-added; scn-10 is new: reported only.
+    assert keys(verdict) == ["veto/files_known#scn-01", "veto/files_known#scn-05"]
+    changed = next(b for b in verdict.breaches if b.key == "veto/files_known#scn-05")
+    assert (changed.kind, changed.base, changed.head) == ("item-changed", "pass", "fail")
     assert verdict.fixture_diff.changed == {"veto/files_known": ["scn-05"]}
     assert verdict.fixture_diff.added == {"veto/files_known": ["scn-10"]}
     assert verdict.fixed == {"veto/files_known": ["scn-09"]}
 
 
-def test_reworded_failing_items_and_added_items_are_said_in_notes() -> None:
-    # Rule 7 gates neither (a harder item is allowed, added items are reported), but a
-    # regression can hide behind them: the verdict says so in plain words.
-    base = make("h1")
+def test_every_changed_gold_item_is_a_breach_whatever_it_scored() -> None:
+    # A gold item is its content: reworded items are gated as removed and re-added, whether
+    # they passed or failed before or after — a regression cannot hide behind a rewording, and
+    # a newly failing item cannot be reworded until it passes. Added items are only noted.
+    base = make("h1", cells={"veto/files_known": cell({"veto_recall_at_k": 0.8, "mrr": 0.6}, 10,
+                                                       ["scn-02", "scn-03"])})
     digests = {f"scn-{i:02d}": f"d-scn-{i:02d}" for i in range(10)}
-    digests.update({f"scn-0{i}": "reworded" for i in range(6)})
+    digests.update({f"scn-0{i}": "reworded" for i in range(4)})
     digests.update({f"scn-new-{i}": "easy" for i in range(3)})
+    # scn-00 pass → fail, scn-01 pass → pass, scn-02 fail → pass, scn-03 fail → fail
     actual = make("h2", cells={"veto/files_known": cell(
-        {"veto_recall_at_k": 0.9, "mrr": 0.7}, 13, [f"scn-0{i}" for i in range(6)])},
+        {"veto_recall_at_k": 0.9, "mrr": 0.7}, 13, ["scn-00", "scn-03"])},
         digests={"veto/files_known": digests})
     verdict = decide(base, actual, actual)
-    assert not [k for k in keys(verdict) if k.startswith("veto/files_known#")]
-    assert ("veto/files_known: 6 changed gold items passed at base and fail now (scn-00, scn-01, "
-            "scn-02, scn-03, scn-04 and 1 more): a harder item, or a regression behind the change "
-            "— reported, not a breach") in verdict.notes
+    changed = {b.key: (b.base, b.head) for b in verdict.breaches if b.kind == "item-changed"}
+    assert changed == {"veto/files_known#scn-00": ("pass", "fail"),
+                       "veto/files_known#scn-01": ("pass", "pass"),
+                       "veto/files_known#scn-02": ("fail", "pass"),
+                       "veto/files_known#scn-03": ("fail", "fail")}
+    assert verdict.verdict == "regression"
     assert any(n.startswith("veto/files_known: 3 gold items added to 10") for n in verdict.notes)
+    # The control: the same run with the items' content unchanged has no item breach.
+    same = make("h2", cells=actual.cells,
+                digests={"veto/files_known": {**base.digests["veto/files_known"],
+                                              **{f"scn-new-{i}": "easy" for i in range(3)}}})
+    assert not [b for b in decide(base, same, same).breaches if b.kind == "item-changed"]
 
 
 def test_new_cells_are_reported_not_breaches() -> None:
@@ -487,3 +500,30 @@ def test_the_ascii_shortcut_normalizes_as_the_unicode_path_does(text: str) -> No
     assert justify.fold(text) == folded
     assert justify._norm(text) == " ".join(
         "".join(c if c.isalnum() else " " for c in folded).split())
+
+
+def test_an_invariant_the_base_measured_cannot_be_unmeasured() -> None:
+    # The PR drops the push suite; measured on the base's table and fixtures, its memory leaks.
+    base = make("h1")
+    actual = make("h2")
+    del actual.cells["push/default"], actual.digests["push/default"]
+    reason = ("We dropped the push/default cell because proactive push moved to another "
+              "service that has its own benchmark and owners now")
+    committed = blessed(actual, reason, ["push/default"])
+    leaking = {"push/default": cell({"push_precision": 0.9, "source_isolation_violations": 2},
+                                    2, ["c1.t1"])}
+    verdict = decide(base, committed, actual, base_invariants=leaking)
+    assert verdict.verdict == "regression" and not verdict.blessed
+    zero = next(b for b in verdict.breaches if b.kind == "zero")
+    assert (zero.key, zero.base, zero.head) == ("push/default:source_isolation_violations", 0, 2)
+    assert "measured with the base's suite table and fixtures" in zero.detail
+    # Control: the same PR whose memory does not leak is blessed, and says what was measured.
+    holding = {"push/default": cell({"push_precision": 0.9, "source_isolation_violations": 0},
+                                    2, [])}
+    verdict = decide(base, committed, actual, base_invariants=holding)
+    assert (verdict.verdict, verdict.blessed) == ("pass", True)
+    assert any(n.startswith("push/default is not measured by this run: its invariants were "
+                            "measured") for n in verdict.notes)
+    # A cell this run measures itself is judged on this run's numbers only.
+    verdict = decide(base, base, base, base_invariants=leaking)
+    assert not [b for b in verdict.breaches if b.kind == "zero"]

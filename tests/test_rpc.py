@@ -443,7 +443,7 @@ def test_a_failing_batch_stops_the_ingest(tmp_path: Path, monkeypatch: pytest.Mo
     assert "ingest" in message and "item-7" in message and "batch 2 refused" in message
 
 
-# --- the early start: run and check start the adapter before the config is validated ---
+# --- the adapter starts only once every input is read and the config is valid ---
 
 
 def _running(folder: Path) -> list[int]:
@@ -472,28 +472,36 @@ def _gone(folder: Path, within: float = 10.0) -> bool:
 
 
 @pytest.mark.parametrize("argv", [("run",), ("check",)])
-def test_the_adapter_started_early_is_the_one_that_runs(tmp_path: Path, argv: tuple[str]) -> None:
-    # The early start (before the config is validated) is adopted, not started twice.
+def test_the_adapter_is_started_once(tmp_path: Path, argv: tuple[str]) -> None:
     folder = scripted(tmp_path, "none")
+    subprocess.run(["git", "init", "-q"], cwd=folder, check=True)
     done = run_cli(*argv, cwd=folder)
-    # (check then stops outside a git repository: only the run before that matters here)
     assert "abstention: 470/470 adapter calls done" in done.stderr, done.stderr
     assert len((folder / "starts.log").read_text().split()) == 1
 
 
-@pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="reads /proc")
 @pytest.mark.parametrize(("argv", "suites", "why"), [
     (("run",), '[suites.abstention]\nfixtures = ["builtin"]\nk = 0\n', "suites.abstention.k"),
     (("run", "--suite", "veto"), ABSTENTION, "--suite veto"),
     (("check",), '[suites.abstention]\nfixtures = ["builtin"]\nkk = 5\n', "did you mean 'k'"),
+    (("check",), '[suites.abstention]\nfixtures = ["nowhere"]\n', "folder 'nowhere' not found"),
 ])
-def test_an_invalid_config_stops_the_adapter_started_early(tmp_path: Path, argv: tuple[str],
-                                                             suites: str, why: str) -> None:
-    # "linger" ignores the end of its input: it stops only if the gate kills it.
+def test_an_invalid_config_or_missing_input_never_starts_the_adapter(
+        tmp_path: Path, argv: tuple[str], suites: str, why: str) -> None:
     folder = scripted(tmp_path, "linger", suites=suites)
+    subprocess.run(["git", "init", "-q"], cwd=folder, check=True)
     done = run_cli(*argv, cwd=folder)
     assert_error(done, why)
-    assert _gone(folder), "the adapter started before the config was validated still runs"
+    assert not (folder / "starts.log").exists(), "the adapter ran before its inputs were read"
+
+
+def test_check_outside_a_repository_fails_before_the_adapter_starts(tmp_path: Path) -> None:
+    """The base commit is resolved before any code of the memory runs: with no repository there
+    is no base, and the memory never started (the control above shows a start is logged)."""
+    folder = scripted(tmp_path, "none")
+    done = run_cli("check", "--base-ref", "main", cwd=folder)
+    assert done.returncode == 4
+    assert not (folder / "starts.log").exists()
 
 
 @pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="reads /proc")
@@ -511,86 +519,8 @@ def test_options_initialize_cannot_carry_stop_the_adapter(tmp_path: Path, option
     assert _gone(folder), "an adapter that never got initialize still runs"
 
 
-@pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="reads /proc")
-def test_an_interrupt_before_check_takes_the_adapter_over_stops_it(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # Ctrl-C while check imports its modules (the window the early start opens).
-    from membench_gate import settings
-    from membench_gate.cli import main
-
-    def interrupted(*args: Any, **kwargs: Any) -> Any:
-        raise KeyboardInterrupt
-
-    folder = scripted(tmp_path, "linger")
-    monkeypatch.chdir(folder)
-    monkeypatch.setattr(settings.Context, "from_env", interrupted)
-    assert main(["check"]) == 4
-    assert _gone(folder), "the adapter started early still runs after the interrupt"
-
-
-@pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="reads /proc")
-def test_the_lingering_control_outlives_a_gate_that_does_not_kill_it(tmp_path: Path) -> None:
-    # The control for the test above: a "linger" adapter the gate never kills is still running.
-    from membench_gate import early
-
-    folder = scripted(tmp_path, "linger")
-    launched = early.launch(folder / "membench.toml")
-    assert launched is not None
-    try:
-        launched.finish()
-        launched.process.proc.stdin.close()  # its input ends, as when a gate exits
-        assert not _gone(folder, within=1.0)
-    finally:
-        launched.process.kill()
-    assert _gone(folder)
-
-
-def test_a_config_adopts_only_the_adapter_it_would_start(tmp_path: Path) -> None:
-    from membench_gate import early
-    from membench_gate.config import load_config
-
-    folder = scripted(tmp_path, "none")
-    path = folder / "membench.toml"
-    first = early.launch(path)
-    assert first is not None and first.process.timeout == 0
-    config = load_config(path)
-    assert config.launch(first) is first and first.process.timeout == 20  # the config's timeout
-    assert first.finish().name == "scripted"
-    first.process.kill()
-
-    # Options that differ from the early start's: it is stopped, and the config's own started.
-    stale = early.launch(path)
-    assert stale is not None
-    stale.finish()
-    path.write_text(path.read_text().replace("timeout = 20\n",
-                                             "timeout = 20\n[adapter.options]\nx = 1\n"))
-    changed = load_config(path)
-    own = changed.launch(stale)
-    try:
-        assert own is not stale and not stale.process.alive and stale.process.proc.poll() is not None
-        assert own.options == {"x": 1} and own.finish().name == "scripted"
-    finally:
-        own.process.kill()
-    assert len((folder / "starts.log").read_text().split()) == 3
-
-
-@pytest.mark.parametrize("text", [
-    "[adapter\n",                                  # not TOML
-    "[adapter]\ncommand = []\n",                  # not plainly well formed: left to validation
-    '[adapter]\ncommand = ["x"]\npython = "m:a"\n',
-    "adapter = 3\n",
-])
-def test_no_early_start_from_a_table_that_is_not_plainly_valid(tmp_path: Path, text: str) -> None:
-    from membench_gate import early
-
-    (tmp_path / "membench.toml").write_text(text)
-    assert early.launch(tmp_path / "membench.toml") is None
-    assert early.launch(tmp_path / "missing.toml") is None
-    assert early.launch(tmp_path) is None  # not a file
-
-
 def test_a_config_read_from_a_pipe_is_read_once(tmp_path: Path) -> None:
-    # The early start must not consume a config that can be read only once.
+    # A config that can be read only once is read once.
     done = subprocess.run([sys.executable, "-m", "membench_gate", "run", "--config", "/dev/stdin"],
                           input='[suites.veto]\nfixtures = ["builtin"]\n', capture_output=True,
                           text=True, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(REPO)},

@@ -211,7 +211,7 @@ def test_new_breach_kinds_render_generically() -> None:
                                head="b.json", detail="the baseline path moved"),
         Breach.model_construct(key="veto:option:k", kind="option", base=5, head=10,
                                detail="suite option k changed"),
-        Breach.model_construct(key="veto/files_known#scn-040", kind="item-eased", base="fail",
+        Breach.model_construct(key="veto/files_known#scn-040", kind="item-changed", base="fail",
                                head="pass", detail="changed and now passing"),
         Breach.model_construct(key="veto:corpus-removed", kind="corpus-removed", base=3,
                                head=None, detail="3 corpus items removed"),
@@ -219,7 +219,7 @@ def test_new_breach_kinds_render_generically() -> None:
     markdown = render(verdict, head, base)
     rows = [r[1] for r in parse(to_html(markdown)).tables[0][1:]]
     assert rows.index("NET(1) on abstention/default") < rows.index("gate:baseline-moved") \
-        < rows.index("1 item eased (changed, and now passing) on veto/files_known")
+        < rows.index("1 item changed (gated as removed and re-added) on veto/files_known")
     assert "veto:option:k" in rows and "veto:corpus-removed" in rows
     assert "**easier than the base**" in markdown
     assert "veto:option:k" in markdown.split("### Fixture diff")[1]

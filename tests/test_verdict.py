@@ -16,7 +16,7 @@ from membench_gate.verdict import Breach, Breaches, ItemBreaches, Verdict
 
 ids = st.text(alphabet="abc:#<>@|_ -1", min_size=1, max_size=6)
 cells = st.sampled_from(["veto/files_known", "veto/files_unknown", "abstention/default"])
-item_kinds = st.sampled_from(["newly-failed", "item-removed", "item-eased"])
+item_kinds = st.sampled_from(["newly-failed", "item-removed", "item-changed"])
 other_kinds = st.sampled_from(["metric", "zero", "floor", "cell-missing", "option"])
 labels = st.sampled_from(["pass", "fail", "present", None])
 
@@ -116,12 +116,18 @@ def _expected_items(base: Baseline, head: Baseline) -> list[dict[str, object]]:
                 if i not in now:
                     out.append({"key": f"{cell}#{i}", "kind": "item-removed", "base": "present",
                                 "head": None, "detail": "gold item removed from the fixtures"})
-            for i in sorted(was):
-                if i in now and now[i] != was[i] and i in was_failed and i not in is_failed:
-                    out.append({"key": f"{cell}#{i}", "kind": "item-eased", "base": "fail",
-                                "head": "pass",
-                                "detail": "gold item failed at base and passes now that its "
-                                          "content changed: the item was made easier"})
+            # A gold item is its content: every changed one, grouped by its outcomes.
+            for before, after in (("fail", "pass"), ("pass", "fail"), ("fail", "fail"),
+                                  ("pass", "pass")):
+                for i in sorted(was):
+                    if i in now and now[i] != was[i] \
+                            and ("fail" if i in was_failed else "pass") == before \
+                            and ("fail" if i in is_failed else "pass") == after:
+                        out.append({"key": f"{cell}#{i}", "kind": "item-changed",
+                                    "base": before, "head": after,
+                                    "detail": "gold item content changed: gated as the old item "
+                                              "removed and a new one added, whatever either "
+                                              "scored"})
         for i in sorted(is_failed - was_failed):
             if same_hash or (i in was and i in now and was[i] == now[i]):
                 out.append({"key": f"{cell}#{i}", "kind": "newly-failed", "base": "pass",
@@ -137,7 +143,7 @@ def test_item_breaches_and_counts_match_a_plain_computation(pair: tuple[Baseline
     verdict = decide(base, base, head)
     expected = _expected_items(base, head)
     written = [b for b in verdict.model_dump(mode="json")["breaches"]
-               if b["kind"] in ("newly-failed", "item-removed", "item-eased")]
+               if b["kind"] in ("newly-failed", "item-removed", "item-changed")]
     assert written == expected
     assert len(verdict.breaches) == len(verdict.model_dump(mode="json")["breaches"])
     assert [b.key for b in verdict.breaches if "#" in b.key] == [b["key"] for b in expected]

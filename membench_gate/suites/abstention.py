@@ -22,7 +22,7 @@ from membench_gate.adapter import Answer, Query, Record
 from membench_gate.config import AbstentionOptions
 from membench_gate.fixtures import Probe, SuiteFixtures
 from membench_gate.measurement import SCORER_VERSIONS
-from membench_gate.metrics import net_metric
+from membench_gate.metrics import DERIVED_CELLS, net_metric
 from membench_gate.seeded import permutation
 from membench_gate.suites import Progress, Records, SuiteRun, hit_list, outcome, ratio
 
@@ -31,7 +31,7 @@ if TYPE_CHECKING:  # only for annotations: checking a results file never imports
 
 SCORER_VERSION = SCORER_VERSIONS["abstention"]
 # The controls are judged from the records of abstention/default: a merge recomputes them.
-DERIVED = frozenset({"abstention/control_floor_off", "abstention/control_shuffled"})
+DERIVED = DERIVED_CELLS
 
 
 def derangement(ids: list[str], seed: int) -> list[str]:
