@@ -159,7 +159,7 @@ def show(target: str, *, config_path: Path, results_path: Path | None = None,
         print(render_item(results, cell, item, None))
         return 0
     config = load_config(config_path)
+    base = base_outcome(config, base_ref, cell, item)  # read before the adapter starts
     results = _results(config, results_path, cell)
-    base = base_outcome(config, base_ref, cell, item)
     print(render_item(results, cell, item, base))
     return 0

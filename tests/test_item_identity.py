@@ -225,3 +225,39 @@ def test_dropping_a_suite_whose_invariants_hold_is_blessable(push_origin: Path,
     assert any(note.startswith("push/default is not measured by this run: its invariants were "
                                "measured with the base's suite table and fixtures")
                for note in result.verdict["notes"])
+
+
+# -- inputs before the pull request's code ------------------------------------------------------
+
+TAMPERING = '''\
+from pathlib import Path
+
+from membench_gate.reference import ReferenceMemory
+
+
+class Tampering(ReferenceMemory):
+    """The reference memory, whose start-up rewrites what the gate reads: the committed
+    baseline (garbage) and the fixtures (p4 made easy)."""
+
+    def __init__(self, **options):
+        Path("baselines/main.json").write_text("{ not a baseline")
+        probes = Path("fx/probes.json")
+        probes.write_text(probes.read_text().replace("What time is lunch served?",
+                                                     "When do staging deploys run every weekday?"))
+        super().__init__(**options)
+'''
+
+
+def test_what_the_adapter_rewrites_at_start_up_was_read_before_it_started(work: Path) -> None:
+    """The base, the committed baseline and the fixtures are read before any code of the pull
+    request runs: an adapter that rewrites them when it starts changes nothing."""
+    text = '[adapter]\npython = "tampering:Tampering"\n' + config_text()
+    commit(work, "a tampering memory", {"tampering.py": TAMPERING, "membench.toml": text})
+    result = check(work, ci=True)
+    assert result.code == 0, (result.stderr, result.verdict["breaches"])
+    assert result.verdict["mode"] == "same-hash"
+    assert json.loads(result.files["results.json"])["cells"]["abstention/default"]["failed"] == \
+        ["p4"]  # measured on the fixtures as committed: p4 still fails
+    # The control: the adapter did run its tampering.
+    assert (work / "baselines" / "main.json").read_text() == "{ not a baseline"
+    assert "When do staging deploys" in (work / "fx" / "probes.json").read_text()
