@@ -261,3 +261,27 @@ def test_what_the_adapter_rewrites_at_start_up_was_read_before_it_started(work: 
     # The control: the adapter did run its tampering.
     assert (work / "baselines" / "main.json").read_text() == "{ not a baseline"
     assert "When do staging deploys" in (work / "fx" / "probes.json").read_text()
+
+
+def test_the_base_fixtures_are_read_from_a_shallow_merge_commit_checkout(push_origin: Path,
+                                                                          tmp_path: Path) -> None:
+    """The same attack as GitHub runs it: the merge commit checked out at depth 1, the base
+    commit (and its fixture folder) fetched on demand."""
+    from gaterepo import push_pr
+    from gitrepos import git, github_env
+
+    main_sha = git(push_origin, "rev-parse", "main")
+    dev = pr_clone(push_origin, tmp_path / "dev", branch="feature")
+    text = '[adapter]\npython = "leaky:Leaky"\n' + config_text()
+    ci = push_pr((push_origin, main_sha), dev, tmp_path, "drop",
+                 {"membench.toml": text, **{name: None for name in _push_fixtures()}})
+    assert git(ci.path, "rev-parse", "--is-shallow-repository") == "true"
+    assert not (ci.path / "pushfx").exists()
+    env = github_env("pull_request", ci.event, ci.merge_sha)
+    result = check(ci.path, ci=True, env=env)
+    # The baseline was not re-blessed: BLESS REQUIRED at least — but the leak is a REGRESSION,
+    # which comes first, measured on the base's fixtures fetched from origin.
+    assert result.code == 1, result.stderr
+    assert result.verdict["base"]["sha"] == main_sha
+    zero = next(b for b in result.verdict["breaches"] if b["kind"] == "zero")
+    assert zero["key"] == "push/default:source_isolation_violations" and zero["head"] > 0
