@@ -1,6 +1,10 @@
 """Untrusted text cannot act. On a terminal or in a CI log, its control, format and bidirectional
 characters show as escapes on every console surface (``show``, ``run``/``check`` lines, error
-lines, the adapter's stderr tail, ``doctor``, annotations).
+lines, the adapter's stderr tail, ``doctor``, annotations). In the comment, no link, mention,
+reference or emoji is made of it, while it reads the same; the templates' own text is untouched.
+
+The Markdown is read with cmark-gfm, the parser GitHub renders comments with, and its GFM
+extensions (``table``, ``autolink``, ``strikethrough``, ``tagfilter``).
 """
 
 from __future__ import annotations
@@ -11,14 +15,19 @@ import shutil
 import subprocess
 import sys
 import unicodedata
+from html.parser import HTMLParser
 from pathlib import Path
 
+import cmarkgfm
 import pytest
+from cmarkgfm.cmark import Options
 from conftest import cli_env
 
+from membench_gate import report
 from membench_gate.actions_env import annotation
 from membench_gate.errors import visible
 from membench_gate.gate import decide
+from membench_gate.report import render
 from membench_gate.results import Baseline, Cell, Justification, Results
 from membench_gate.selftest import SelftestReport, render_table
 from membench_gate.summary import verdict_summary
@@ -228,3 +237,106 @@ def test_text_people_write_is_shown_as_it_is() -> None:
     for text in ("veto recall@5 −24 pts · NET(1) −3 pts", "Größe ≤ 4 KiB, 東京, ✅ ⚠️ 👍🏽",
                  "non\u00a0breaking\u202fthin", "path/to/file.py:12: note"):
         assert visible(text) == text
+
+
+# ------------------------------------------------------------------ the comment
+
+# What GitHub turns into a link, a notification or an emoji when it renders a comment.
+LINKS = ["https://evil.example/x", "www.evil.example", "a@b.example", "HTTPS://EVIL.example/y",
+         "ftp://evil.example", "xmpp:c@d.example/r", "mailto:e@f.example"]
+SHORTCODES = [":rocket:", ":white_check_mark:", ":+1:"]
+EXTENSIONS = ["table", "autolink", "strikethrough", "tagfilter"]
+ZWSP = "\u200b"
+
+
+class Rendered(HTMLParser):
+    """The links cmark-gfm made, the text a reader sees, and the part of it outside code (where
+    GitHub looks for emoji shortcodes: in code they stay text)."""
+
+    def __init__(self, html: str) -> None:
+        super().__init__(convert_charrefs=True)
+        self.links: list[str] = []
+        self.text: list[str] = []
+        self.prose: list[str] = []
+        self._in_code = 0
+        self.feed(html)
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "a":
+            self.links.append(dict(attrs).get("href") or "")
+        self._in_code += tag in ("code", "pre")
+
+    def handle_endtag(self, tag: str) -> None:
+        self._in_code -= tag in ("code", "pre")
+
+    def handle_data(self, data: str) -> None:
+        self.text.append(data)
+        if not self._in_code:
+            self.prose.append(data)
+
+    @property
+    def seen(self) -> str:
+        """What a person reads: the zero-width spaces are not seen."""
+        return "".join(self.text).replace(ZWSP, "")
+
+
+def rendered(markdown: str) -> Rendered:
+    # GitHub renders raw HTML (then sanitises it): let it through, so what escaping missed shows.
+    return Rendered(cmarkgfm.markdown_to_html_with_extensions(
+        markdown, options=Options.CMARK_OPT_UNSAFE, extensions=EXTENSIONS))
+
+
+def assert_no_link_or_shortcode(page: Rendered, *texts: str) -> None:
+    assert page.links == []
+    raw = "".join(page.prose)
+    for code in SHORTCODES:
+        assert code not in raw, code  # the shortcode text is not there for GitHub to replace
+    for text in texts:
+        assert text in page.seen, text  # ...while it reads as written
+
+
+def test_the_checker_sees_links_and_shortcodes_in_plain_markdown() -> None:
+    # The control for the tests below: unescaped, the same strings do become links.
+    page = rendered(" ".join([*LINKS, *SHORTCODES]))
+    assert len(page.links) == len(LINKS)
+    assert all(code in "".join(page.prose) for code in SHORTCODES)
+
+
+def test_ids_and_the_justification_make_no_link_mention_or_emoji() -> None:
+    attacks = [*LINKS, *SHORTCODES, "@org/team", "#12", "GH-12"]
+    verdict, head, base = regression(attacks, "Recall on veto/files_known drops; see "
+                                     + " and ".join(attacks))
+    markdown = render(verdict, head, base)
+    page = rendered(markdown)
+    assert_no_link_or_shortcode(page, *attacks)
+    prose = "".join(page.prose)
+    assert "@org/team" not in prose and "#12" not in prose and "GH-12" not in prose
+    # The gate's own words are not touched: a metric label keeps its "@".
+    assert "**veto recall@k −20 pts · 13 items newly failing**" in markdown
+    assert "recall@" + ZWSP not in markdown
+
+
+def test_an_adapters_message_in_the_error_report_makes_no_link_or_emoji() -> None:
+    message = ("adapter search() failed in suite veto, item scn-1 in veto/files_known: index at "
+               "https://evil.example/x down, ask a@b.example or see www.evil.example :rocket:")
+    markdown = render(Verdict(verdict="error", exit_code=4, mode=None, notes=[message]),
+                      None, None)
+    assert_no_link_or_shortcode(rendered(markdown), message)
+
+
+def test_inside_html_and_code_the_text_stays_inert_too() -> None:
+    text = "https://evil.example/x a@b.example www.evil.example :rocket: \x1b[2J"
+    summary = str(report.escape_html(text))
+    assert_no_link_or_shortcode(rendered(f"<details><summary>{summary}</summary>\n\nx\n\n"
+                                         "</details>\n"), "https://evil.example/x")
+    assert "\x1b" not in summary and "\x1b" not in str(report.code_line(text))
+
+
+def test_the_templates_own_links_and_shortcodes_still_render() -> None:
+    # Escaping is the finalize hook's, per value: the template's text around a value is trusted.
+    template = report._environment().from_string(
+        "Docs: https://docs.example/gate :rocket: | {{ value }}\n")
+    page = rendered(template.render(value="https://evil.example/x :rocket:"))
+    assert page.links == ["https://docs.example/gate"]
+    assert "".join(page.prose).count(":rocket:") == 1
+    assert "https://evil.example/x :rocket:" in page.seen
