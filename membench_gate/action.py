@@ -18,7 +18,7 @@ from pathlib import Path
 
 from membench_gate.actions_env import MAX_ANNOTATIONS, annotation, append, format_outputs
 from membench_gate.comment import holds_failed_verdict
-from membench_gate.errors import GateError
+from membench_gate.errors import GateError, visible
 from membench_gate.report import SUMMARY_LIMIT
 from membench_gate.results import load_json
 from membench_gate.settings import Context, Settings
@@ -85,7 +85,7 @@ def _error_exit(message: str, context: Context) -> int:
     append(context.summary_path, "## membench-gate: ⛔ ERROR\n\nThe gate could not run; the job "
            "log has the one-line reason.\n")
     print(annotation("error", message, "membench-gate"), flush=True)
-    print(f"membench-gate: error: {message}", file=sys.stderr)
+    print(visible(f"membench-gate: error: {message}"), file=sys.stderr)
     return 4
 
 
@@ -239,5 +239,5 @@ if __name__ == "__main__":
         raise SystemExit(main())
     except GateError as exc:
         print(annotation("error", str(exc), "membench-gate"))
-        print(f"membench-gate: error: {exc}", file=sys.stderr)
+        print(visible(f"membench-gate: error: {exc}"), file=sys.stderr)
         raise SystemExit(exc.exit_code) from None

@@ -2,7 +2,8 @@
 
 Everything written here may carry untrusted text (ids, adapter messages), so values are encoded
 the way the runner expects: outputs with a heredoc delimiter that does not occur in the value,
-workflow-command data and properties percent-encoded so a ``::error::`` inside an id stays text.
+workflow-command data and properties percent-encoded so a ``::error::`` inside an id stays text,
+and their other control characters shown as escapes.
 """
 
 from __future__ import annotations
@@ -10,12 +11,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
+from membench_gate.errors import visible
+
 MAX_ANNOTATIONS = 10
 
 
 def escape_data(text: str) -> str:
-    """Encode the message part of a workflow command."""
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    """Encode the message part of a workflow command: line breaks and ``%`` as the runner
+    decodes them, every other control or format character :func:`visible` (the log shows the
+    message as it is, terminal escapes included)."""
+    return visible(text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A"))
 
 
 def escape_property(text: str) -> str:

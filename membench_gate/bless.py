@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from membench_gate.baseside import BaseSide, read_base_in_repository
 from membench_gate.check import read_committed, read_results
 from membench_gate.config import Config, load_config
-from membench_gate.errors import GateError
+from membench_gate.errors import GateError, describe
 from membench_gate.findings import DRAFT_REASON
 from membench_gate.gate import HARD_KINDS, breach_keys, decide, floors_of
 from membench_gate.invariants import prepare
@@ -45,7 +45,7 @@ def _readable_committed(config: Config) -> Baseline | None:
     try:
         return read_committed(config).baseline
     except GateError as exc:
-        print(f"membench-gate: ignoring the committed baseline: {exc}", file=sys.stderr)
+        print(f"membench-gate: ignoring the committed baseline: {describe(exc)}", file=sys.stderr)
         return None
 
 

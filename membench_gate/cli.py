@@ -371,9 +371,9 @@ def cmd_import(args: argparse.Namespace) -> int:
     from membench_gate.importers import import_data
 
     imported = import_data(args.format, args.sources, args.out)
-    print(f"{imported.summary()} → {args.out}")
-    for note in imported.notes[:10]:
-        print(f"  note: {note}")
+    print(visible(f"{imported.summary()} → {args.out}"))
+    for note in imported.notes[:10]:  # about the data imported: ids and text from elsewhere
+        print(visible(f"  note: {note}"))
     if len(imported.notes) > 10:
         print(f"  … {len(imported.notes) - 10} more notes in {args.out / 'SOURCE.json'}")
     print(f'  enable with: [suites.{imported.suite}] fixtures = ["{args.out.as_posix()}"]')
@@ -564,7 +564,8 @@ def _dispatch(argv: list[str], debug: bool) -> int:
         if debug:
             import traceback
 
-            traceback.print_exc()
+            for line in traceback.format_exc().splitlines():  # its messages may quote an id
+                _say(line)
         _say(f"membench-gate: error: {describe(exc)}")
         if isinstance(exc, GateError) and exc.detail:
             # Prefixed, so a line of the adapter's stderr can never be read as a workflow command.

@@ -19,7 +19,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from membench_gate.actions_env import annotation
-from membench_gate.errors import GateError
+from membench_gate.errors import GateError, visible
 from membench_gate.github import MARKER_ROOM
 from membench_gate.report import COMMENT_LIMIT, render
 from membench_gate.results import (
@@ -135,7 +135,7 @@ def post(body: str, pr: int, key: str, mode: str, context: Context) -> tuple[str
 def _warn(message: str, context: Context) -> None:
     if context.actions:
         print(annotation("warning", message, "membench-gate comment"))
-    print(f"membench-gate: warning: {message}", file=sys.stderr)
+    print(visible(f"membench-gate: warning: {message}"), file=sys.stderr)
 
 
 def _artifact_pr(context: Context) -> int | None:
@@ -190,7 +190,7 @@ def comment(settings: Settings, *, report: Path | None = None, verdict: Path | N
     if warning:
         _warn(warning, context)
     else:
-        print(f"comment: {url}")
+        print(visible(f"comment: {url}"))
     return 0
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from membench_gate import rpc
 from membench_gate.adapter import Answer, Query, Record
 from membench_gate.config import Config
-from membench_gate.errors import GateError
+from membench_gate.errors import GateError, visible
 
 SUITE = "doctor"
 
@@ -278,7 +278,8 @@ def _ms(values: list[float], q: float) -> str:
 
 def render(config: Config, checks: list[Check], latencies: dict[str, list[float]],
            name: str) -> str:
-    """The table a person reads in a terminal."""
+    """The table a person reads in a terminal; what the adapter said in it (its name, messages,
+    stderr) shown :func:`visible`."""
     target = " ".join(config.adapter_command) if config.adapter_command else config.adapter
     lines = [f"membench-gate doctor: adapter {name!r} ({target})", ""]
     width = max(len(c.name) for c in checks)
@@ -295,7 +296,7 @@ def render(config: Config, checks: list[Check], latencies: dict[str, list[float]
               ("" if not failed else f"; fix: {failed[0].name}")]
     if failed:
         lines.append("the protocol and how to debug an adapter: docs/adapters.md")
-    return "\n".join(lines)
+    return "\n".join(visible(line) for line in lines)
 
 
 def doctor(config: Config) -> int:

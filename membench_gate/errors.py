@@ -1,9 +1,9 @@
-"""The one error type users see: a single line, turned into exit code 4 by the CLI."""
+"""The one error type users see: a single line, turned into exit code 4 by the CLI; and the one
+escaping of untrusted text for a terminal or a log (:func:`visible`)."""
 
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Sequence
 
 
@@ -41,7 +41,13 @@ def exit_code_of(exc: BaseException) -> int:
 
 def describe(exc: BaseException) -> str:
     """One line for any failure: a ``GateError``'s message, else the exception and where it was
-    raised (``file:line in function``), so even a bug names the call that failed."""
+    raised (``file:line in function``), so even a bug names the call that failed. An id or an
+    adapter's words in it are shown :func:`visible`: the line is one line wherever it goes (the
+    terminal, the error verdict's notes, an annotation)."""
+    return visible(_failure(exc))
+
+
+def _failure(exc: BaseException) -> str:
     if isinstance(exc, GateError):
         return str(exc)
     if isinstance(exc, Terminated):
@@ -69,14 +75,28 @@ def _one_line(text: str) -> str:
     return " ".join(lines[:1]) + (" …" if len(lines) > 1 else "") if lines else ""
 
 
-# Characters that act instead of showing: C0/C1 controls (a line break, a terminal escape) and the
-# bidirectional formatting marks that reorder what is shown around them.
-_UNSEEN = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+# What acts or hides instead of showing (Unicode categories): controls (a line break, a terminal
+# escape), format characters (bidirectional overrides that reorder the text around them,
+# zero-width characters, tags), line and paragraph separators, and lone surrogates (which no
+# terminal can be sent).
+_UNSEEN = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs"})
 
 
 def visible(text: str) -> str:
-    """``text`` with every control or bidirectional formatting character written as its escape
-    (``\\x1b``, ``\\u202e``): an id from a fixture cannot start a new line (a workflow command
-    in a CI log), colour a terminal or turn the text around it backwards."""
-    return _UNSEEN.sub(lambda m: f"\\x{ord(m.group(0)):02x}" if ord(m.group(0)) < 0x100
-                       else f"\\u{ord(m.group(0)):04x}", text)
+    """``text`` with every control, format or separator character written as its escape
+    (``\\x1b``, ``\\u202e``, ``\\U000e0041``): an id from a fixture cannot start a new line (a
+    workflow command in a CI log), clear or retitle a terminal, write its clipboard, hide in
+    plain sight or turn the text around it backwards. The one escaping of text for a terminal,
+    a log or an annotation; once escaped, nothing is left to escape."""
+    if text.isprintable():  # the common case, in C: nothing to escape
+        return text
+    import unicodedata  # only when there may be something to escape: start-up stays lean
+
+    return "".join(_escape(char) if unicodedata.category(char) in _UNSEEN else char
+                   for char in text)
+
+
+def _escape(char: str) -> str:
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x100 else \
+        f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"

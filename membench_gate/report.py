@@ -41,9 +41,18 @@ _MD_ESCAPES = {"\\": "\\\\", "|": "\\|", "[": "\\[", "]": "\\]", "*": "\\*", "_"
 _MD_CHARS = re.compile("[" + re.escape("".join(_MD_ESCAPES)) + "]")
 _HTML_ESCAPES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "`": "&#96;"}
 _HTML_CHARS = re.compile("[" + re.escape("".join(_HTML_ESCAPES)) + "]")
-# "@name" / "@org/team" mentions and "#123" issue references.
-# An "@" right after a letter or digit is an address or a label ("recall@5"), never a mention.
-_MENTION = re.compile(r"(?<![A-Za-z0-9])@(?=[A-Za-z0-9_-])|#(?=\d)")
+# Where GitHub makes something of plain text: a mention ("@name", "@org/team"; an "@" right after
+# a letter or digit is not one: "recall@5"), a reference ("#123", "GH-123", "owner/repo@<sha>"),
+# a link ("scheme://…", "www.…", an address "user@host.example") or an emoji (":rocket:"). Each
+# pattern ends where a zero-width space breaks what GitHub looks for. It goes in as a character,
+# not an entity: GitHub finds mentions, references, addresses and emoji in the rendered text.
+_TRIGGERS = re.compile(r"""
+    (?<![A-Za-z0-9])@(?=[A-Za-z0-9_-])   # @mention
+  | @(?=[\w.-]*\.\w|[0-9A-Fa-f]{7})      # user@host.example, owner/repo@0123abc
+  | \#(?=\d) | (?i:gh)-(?=\d)             # #123, GH-123
+  | :(?=//) | (?i:www)(?=\.)              # https://…, www.…
+  | :(?=[\w+-]+:)                        # :shortcode:
+""", re.VERBOSE)
 _LEVELS = ("full", "capped-lists", "no-item-lists", "gated-only", "summary", "minimal")
 _CAPPED_IDS = 1000  # ids per list at the "capped-lists" level
 _SUMMARY_ROWS = 20  # cells, breaches and notes kept at the "summary" level
@@ -76,11 +85,12 @@ def strip_markers(text: str) -> str:
 
 
 def _inert(text: str) -> str:
-    """Strip our comment marker, show control and bidirectional formatting characters as their
-    escapes, and defuse mentions and issue references."""
+    """Strip our comment marker, show control and format characters as their escapes, and
+    defuse mentions, references, autolinks and emoji shortcodes: the text reads as it was
+    written, and GitHub makes nothing of it."""
     text = visible(strip_markers(text))
-    # A zero-width space after @ and # keeps "@org/team" and "#123" from linking or notifying.
-    return _MENTION.sub(lambda m: m.group(0) + _ZWSP, text)
+    # Before Markdown escaping: ":white_check_mark:" must be broken before "_" becomes "\_".
+    return _TRIGGERS.sub(lambda m: m.group(0) + _ZWSP, text)
 
 
 def escape_md(value: Any) -> str:

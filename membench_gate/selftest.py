@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from membench_gate import metrics
 from membench_gate.config import Config
-from membench_gate.errors import GateError
+from membench_gate.errors import GateError, visible
 from membench_gate.gate import decide
 from membench_gate.mutants import MUTANTS, Mutant
 from membench_gate.results import Baseline, read_file, validation_message
@@ -103,7 +103,8 @@ def _metric_value(baseline: Baseline, key: str) -> tuple[str, float]:
 
 
 def render_table(report: SelftestReport) -> str:
-    """The terminal table: mutant → metrics breached, then metric → covered or blind."""
+    """The terminal table: mutant → metrics breached, then metric → covered or blind. A
+    mutant's error quotes the adapter: every line is :func:`visible`."""
     lines = []
     width = max((len(n) for n in report.mutants), default=6)
     lines.append(f"{'mutant':<{width}}  breached")
@@ -130,7 +131,7 @@ def render_table(report: SelftestReport) -> str:
     if report.at_worst:
         lines.append("at their worst already (the memory fails them entirely; the gate's "
                      "sensitivity shows once it scores above that): " + ", ".join(report.at_worst))
-    return "\n".join(lines)
+    return "\n".join(visible(line) for line in lines)
 
 
 def read_report(path: Path) -> SelftestReport:

@@ -17,7 +17,7 @@ from rapidfuzz import process
 
 from membench_gate import findings
 from membench_gate.config import Config, load_config
-from membench_gate.errors import GateError
+from membench_gate.errors import GateError, visible
 from membench_gate.results import Results, parse_results, read_file, round4
 
 
@@ -102,7 +102,8 @@ def _hits_lines(detail: dict[str, Any], gold: set[str]) -> list[str]:
 
 
 def render_item(results: Results, cell: str, item: str, base: BaseOutcome | None) -> str:
-    """The plain-text page of one item."""
+    """The plain-text page of one item, a line per field: every line :func:`visible`, since
+    all of it may come from an artifact (ids, the question, the hits, suite fields)."""
     cells = results.items.get(cell)
     if cells is None:
         raise GateError(f"show: no cell {cell!r} in these results"
@@ -145,7 +146,7 @@ def render_item(results: Results, cell: str, item: str, base: BaseOutcome | None
     if base is not None:
         state = base.outcome.upper() if base.outcome else "unknown"
         lines.append(f"base:       {state} ({base.where})")
-    return "\n".join(lines)
+    return "\n".join(visible(line) for line in lines)
 
 
 def show(target: str, *, config_path: Path, results_path: Path | None = None,

@@ -44,7 +44,7 @@ def run_summary(results: Results, out: Path | None) -> str:
     lines += [_cell_line(name, results) for name in sorted(results.cells)]
     if out is not None:
         lines.append(f"results written to {out}")
-    return "\n".join(lines)
+    return "\n".join(visible(line) for line in lines)
 
 
 _TITLES = {"pass": "PASS", "regression": "REGRESSION", "bless-required": "BLESS REQUIRED",

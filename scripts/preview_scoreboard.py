@@ -7,7 +7,11 @@ comment, converts it to HTML with cmark-gfm (GitHub's parser) and screenshots it
 Chromium. Both runs are this repository's own gate (``membench.toml``), so the preview shows the
 suites and options the project gates itself on:
 
-    python scripts/preview_scoreboard.py [--out DIR] [--scenario regression|improvement|bless]
+    python scripts/preview_scoreboard.py [--out DIR] [--scenario regression|improvement|bless|hostile]
+
+``hostile`` is the regression with text from the pull request's side made to act: newly failing
+ids, what the adapter returned and the justification carry links, an address, a mention, a
+reference, emoji shortcodes and terminal escapes; the comment must show them as plain text.
 
 Writes DIR/scoreboard.md, DIR/scoreboard.html and DIR/scoreboard.png (default DIR: ./preview).
 Needs the test extra (cmarkgfm) and a ``chromium`` binary on PATH for the PNG.
@@ -21,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import cmarkgfm
 from cmarkgfm.cmark import Options
@@ -62,6 +67,30 @@ def _results(dims: int) -> Results:
     return run(parse_config(text.replace(OPTIONS, f"{OPTIONS}dims = {dims}\n"), DOGFOOD))
 
 
+# Text a hostile pull request writes where the comment quotes it.
+HOSTILE = ["https://evil.example/x", "www.evil.example", "a@b.example", ":rocket:", "@org/team",
+           "#1", "\x1b]0;pwned\x07\u202eevil"]
+
+
+def _hostile(base: Results, head: Results) -> Results:
+    """``head`` with its first newly failing items of one cell renamed to the hostile texts, and
+    the first hit of each (what the adapter returned) too."""
+    data: dict[str, Any] = head.model_dump(mode="json")
+    cell = next(c for c in sorted(head.cells)
+                if set(head.cells[c].failed) - set(base.cells[c].failed))
+    newly = sorted(set(head.cells[cell].failed) - set(base.cells[cell].failed))
+    renamed = dict(zip(newly, HOSTILE, strict=False))
+    data["cells"][cell]["failed"] = [renamed.get(i, i) for i in data["cells"][cell]["failed"]]
+    for old, new in renamed.items():
+        detail = data["items"][cell].pop(old)
+        if detail.get("hits"):
+            detail["hits"][0]["id"] = new
+        data["items"][cell][new] = detail
+        if old in data["digests"].get(cell, {}):
+            data["digests"][cell][new] = data["digests"][cell].pop(old)
+    return Results.model_validate(data)
+
+
 def scenario(name: str) -> str:
     """The comment Markdown of one kind of pull request."""
     strong, weak = _results(512), _results(96)
@@ -77,6 +106,13 @@ def scenario(name: str) -> str:
                  "precision on push/default is accepted for the memory budget of the mobile "
                  "client.",
             breaches=sorted(b.key for b in verdict.breaches if b.kind not in ("zero", "floor"))))
+    elif name == "hostile":
+        base = strong.to_baseline()
+        head = _hostile(base, weak)
+        committed = head.to_baseline(Justification(
+            text="Accepted, see " + ", ".join(HOSTILE) + " for why veto recall on "
+                 "veto/files_known and NET on abstention/default dropped.",
+            breaches=sorted(b.key for b in decide(base, None, head).breaches)))
     else:
         base, head = strong.to_baseline(), weak
         committed = base
@@ -90,7 +126,7 @@ def scenario(name: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("preview"))
-    parser.add_argument("--scenario", choices=("regression", "improvement", "bless"),
+    parser.add_argument("--scenario", choices=("regression", "improvement", "bless", "hostile"),
                         default="regression")
     parser.add_argument("--width", type=int, default=1000)
     parser.add_argument("--height", type=int, default=3000)
