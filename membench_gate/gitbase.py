@@ -6,6 +6,11 @@ when a shallow CI clone lacks it, and reading a blob from it. This is the only m
 to git, and it talks to plain ``git``: one ``git cat-file --batch`` process answers every revision,
 commit, tree and blob question of a check, so a check starts a handful of git processes and no git
 library. Every git failure is turned into a one-line ``GateError`` before it leaves.
+
+What git is shown is sealed too (docs/gate.md, "How a base ref resolves"): no replacement objects
+and no grafts (they change what a sha holds and which commits are parents), none of the
+variables that point git at another repository, and a branch name is looked up as exactly one
+ref (``refs/remotes/origin/<name>``), never through git's guessing, where a tag comes first.
 """
 
 from __future__ import annotations
@@ -28,7 +33,18 @@ BaseHow = Literal[
 ]
 
 ZERO_SHA = "0" * 40
-_FULL_SHA = re.compile(r"[0-9a-f]{40}")
+_FULL_SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")  # sha-1 or sha-256
+_HEX = re.compile(r"[0-9a-fA-F]{4,}")
+# The ancestry a --base-ref may add to what it names (HEAD~1, origin/main^2): git's own syntax,
+# applied to the commit once it is found, never to a name.
+_ANCESTRY = re.compile(r"(?:[~^][0-9]*)+\Z")
+# What git refuses in a branch name (git check-ref-format), and a leading "-" (an option).
+_NOT_A_BRANCH = re.compile(r"[\x00-\x20\x7f~^:?*\[\\]|\.\.|@\{|//|^[-/.]|/\.|\.lock(?:/|\Z)"
+                           r"|[/.]\Z")
+# Rule 5's branches, in the order they are tried; origin's only when there is an origin.
+_ORIGIN_HEAD = "refs/remotes/origin/HEAD"
+_ORIGIN_DEFAULTS = ("refs/remotes/origin/main", "refs/remotes/origin/master")
+_LOCAL_DEFAULTS = ("refs/heads/main", "refs/heads/master")
 _OBJECT_HEADER = re.compile(rb"([0-9a-f]{40,64}) ([a-z]+) ([0-9]+)\n")
 _REGULAR_MODES = (b"100644", b"100755")
 _PR_EVENTS = ("pull_request", "pull_request_target")
@@ -38,8 +54,9 @@ _Failure = Callable[[str | None], GateError]  # the error for a failed fetch, gi
 class BaseCommit(NamedTuple):
     """The commit whose committed baseline this run is compared with, and how it was found.
 
-    ``sha`` is the full 40-hex sha; ``ref`` a human label of what was used (the ``--base-ref``
-    text, ``HEAD^1``, ``origin/main``, ``main``, the event's base ref); ``how`` one of
+    ``sha`` is the full sha; ``ref`` a label of what was read: ``origin/main`` for origin's
+    branch, ``main`` for a local branch (never a tag: none is read), ``HEAD`` or ``HEAD^1``, the
+    sha given, the event's base ref; ``how`` one of
     ``explicit``, ``merge-commit-parent``, ``event-base-sha``, ``remote-default-branch``,
     ``local-branch`` (the ``base.how`` of the verdict).
     """
@@ -189,11 +206,14 @@ class Repo:
         ``context`` (default: none, as outside GitHub Actions) supplies the event name, its
         payload and ``GITHUB_SHA``. The first rule that applies wins:
 
-        1. ``base_ref`` (any revision git understands; an empty string counts as not given) →
-           exactly that commit, ``explicit``, with no merge-base. A full sha missing locally is
-           fetched from origin; a name git does not know here (``main`` or ``origin/main``) is
-           taken as origin's branch of that name, fetched if absent, since a CI checkout has no
-           local branches.
+        1. ``base_ref`` (an empty string counts as not given) → exactly that commit,
+           ``explicit``, with no merge-base. It is a full sha (fetched from origin when
+           missing), ``HEAD``, or a branch: ``origin/<name>`` or ``refs/remotes/origin/<name>``
+           is origin's branch, fetched when this clone lacks it, as a CI checkout does; a bare
+           ``<name>`` is origin's branch too when there is an origin (an ERROR when a local
+           branch of that name points elsewhere), else the local branch; ``refs/heads/<name>``
+           is the local branch. Any of them may end in ``~N``/``^N``. Never a tag, an
+           abbreviated sha or any other revision syntax (see :meth:`_explicit`).
         2. ``pull_request``/``pull_request_target`` and HEAD is GitHub's merge commit (two
            parents, and HEAD equals ``GITHUB_SHA`` when that is set) → its first parent,
            ``merge-commit-parent``. The parents are read from the raw commit object because a
@@ -207,7 +227,8 @@ class Repo:
            equal to HEAD is taken as proof of a fast-forward.
         5. the remote default branch: ``repository.default_branch`` from the payload as
            ``origin/<name>`` (fetched if the checkout did not bring it), else what
-           ``refs/remotes/origin/HEAD`` points to, else ``origin/main``, ``origin/master`` →
+           ``refs/remotes/origin/HEAD`` points to (a branch of origin), else ``origin/main``,
+           ``origin/master``, each looked up as exactly that ref →
            ``remote-default-branch``; without one, the local branch ``main``, else ``master``
            → ``local-branch``. The base is the merge-base of HEAD and that branch: the point
            this branch forked from, so a developer's changes are compared with what they
@@ -233,7 +254,7 @@ class Repo:
         that cannot be fetched.
         """
         if base_ref:
-            return BaseCommit(self._explicit(base_ref), base_ref, "explicit")
+            return BaseCommit(*self._explicit(base_ref), "explicit")
         head = self.rev("HEAD")
         if head is None:
             return None
@@ -307,7 +328,11 @@ class Repo:
         return found
 
     def rev(self, rev: str) -> str | None:
-        """The commit sha ``rev`` names here, or None when it names none (or is not present)."""
+        """The commit sha ``rev`` names here, or None when it names none (or is not present).
+
+        For ``HEAD``, a full sha and those followed by ``~N``/``^N`` only: git reads any other
+        name by guessing, a tag before a branch (branches are looked up with :meth:`_refs`).
+        """
         # Text from users must never reach git as an option.
         if rev.startswith("-"):
             return None
@@ -315,18 +340,23 @@ class Repo:
         return None if found is None else found[0]
 
     def ensure_commit(self, sha: str) -> str:
-        """Make sure commit ``sha`` is present, fetching it from origin if not; return its full
-        sha."""
-        found = self.rev(sha)
-        if found is not None:
-            return found
+        """Make sure commit ``sha`` (a full sha) is present, fetching it from origin if not;
+        return it."""
         if not _FULL_SHA.fullmatch(sha):
             raise GateError(f"commit {sha} is not in {self.root}")
+        found = self.rev(sha)
+        if found is not None:
+            if found != sha:  # a tag object's sha, or a sha-1 length prefix in a sha-256 repo
+                raise GateError(f"{sha} is not a full commit sha in {self.root}")
+            return found
         if not self.has_origin():
             raise GateError(f"base commit {sha} is not in {self.root} and there is no 'origin' "
                             "remote to fetch it from")
-        return self._fetched(sha, sha, lambda problem: GateError(
-            f"cannot fetch base commit {sha} from origin: {problem or 'it is not a commit'}"))
+        problem = self._fetch(sha)
+        if problem is None and self.rev(sha) == sha:
+            return sha
+        raise GateError(f"cannot fetch base commit {sha} from origin: "
+                        f"{problem or 'it is not a commit'}")
 
     def has_origin(self) -> bool:
         """Whether there is an ``origin`` remote to fetch a missing base from (asked once)."""
@@ -340,18 +370,103 @@ class Repo:
 
     # -- the rules ---------------------------------------------------------------------------
 
-    def _explicit(self, base_ref: str) -> str:
-        if _FULL_SHA.fullmatch(base_ref.lower()):
-            return self.ensure_commit(base_ref.lower())
-        sha = self.rev(base_ref)
-        if sha is not None:
-            return sha
-        where = f"--base-ref '{base_ref}' does not name a commit in {self.root}"
-        if base_ref.startswith("-") or not self.has_origin():
-            raise GateError(where)
-        # A CI checkout has only the ref it checked out: a branch name means origin's branch.
-        return self._origin_branch(base_ref.removeprefix("origin/"), lambda problem: GateError(
-            f"{where} nor a branch on origin" + (f" ({problem})" if problem else "")))
+    def _explicit(self, base_ref: str) -> tuple[str, str]:
+        """The commit ``--base-ref`` names, and the label of what was read.
+
+        ``HEAD``; a full sha; ``origin/<name>`` or ``refs/remotes/origin/<name>`` (origin's
+        branch); ``refs/heads/<name>`` (the local branch); a bare ``<name>`` (origin's branch
+        when there is an origin, else the local one); any of them followed by ``~N``/``^N``.
+        Nothing else: git's own lookup of a name tries ``refs/tags/<name>`` before any branch,
+        and whoever can push can push a tag; an abbreviated sha may be a branch's name too.
+        """
+        match = _ANCESTRY.search(base_ref)
+        name, ancestry = ((base_ref[:match.start()], match.group()) if match and match.start()
+                          else (base_ref, ""))
+        where = f"--base-ref '{base_ref}'"
+        if name == "HEAD":  # git reads HEAD itself before any ref of that name
+            found = self.rev("HEAD")
+            if found is None:
+                raise GateError(f"{where}: HEAD of {self.root} has no commit yet")
+            sha, label = found, "HEAD"
+        elif _FULL_SHA.fullmatch(name.lower()):
+            sha = label = self.ensure_commit(name.lower())
+        else:
+            sha, label = self._branch(name, where)
+        if not ancestry:
+            return sha, label
+        found = self.rev(sha + ancestry)
+        if found is None:
+            raise GateError(f"{where} does not name a commit in {self.root}: {label} "
+                            f"({sha[:12]}) has no {ancestry} here")
+        return found, label + ancestry
+
+    def _branch(self, name: str, where: str) -> tuple[str, str]:
+        """(commit, label) of the branch a ``--base-ref`` names (``where`` quotes it)."""
+        if name.startswith("refs/tags/"):
+            raise GateError(f"{where} names the tag {name}: a base is a branch or a full commit "
+                            "sha, never a tag (give the tag's full commit sha to compare with it)")
+        if name.startswith(("origin/", "refs/remotes/origin/")):
+            branch = name.removeprefix("refs/remotes/").removeprefix("origin/")
+            if not _is_branch_name(branch):
+                raise self._no_base(where)
+            if not self.has_origin():
+                raise GateError(f"{where} names a branch of origin, and {self.root} has no "
+                                "'origin' remote")
+            return self._origin_branch(branch, lambda problem: GateError(
+                f"{where} is not a branch on origin" + (f" ({problem})" if problem else ""))
+            ), f"origin/{branch}"
+        if name.startswith("refs/heads/"):
+            branch = name.removeprefix("refs/heads/")
+            local = f"refs/heads/{branch}"
+            sha = self._peeled(self._refs(local), local) if _is_branch_name(branch) else None
+            if sha is None:
+                raise GateError(f"{where} does not name a commit in {self.root}: there is no "
+                                f"local branch {branch}")
+            return sha, branch
+        if name.startswith("refs/") or not _is_branch_name(name):
+            raise self._no_base(where)
+        return self._bare_branch(name, where)
+
+    def _bare_branch(self, name: str, where: str) -> tuple[str, str]:
+        """A bare ``name``: origin's branch when there is an origin, else the local branch.
+
+        A local branch of the name that points elsewhere than origin's makes the name
+        ambiguous: an error naming both, never a guess. A tag of the name is never read.
+        """
+        tracking, local, tag = (f"refs/remotes/origin/{name}", f"refs/heads/{name}",
+                                f"refs/tags/{name}")
+        origin = self.has_origin()
+        refs = self._refs(*([tracking] if origin else []), local, tag)
+        mine = self._peeled(refs, local)
+        if not origin:
+            if mine is None:
+                raise self._no_branch(where, name, refs, None)
+            return mine, name
+        sha = self._origin_branch(
+            name, lambda problem: self._no_branch(where, name, refs, problem), refs)
+        if mine is not None and mine != sha:
+            raise GateError(f"{where} is ambiguous: origin's branch {tracking} is {sha[:12]}, "
+                            f"the local branch {local} is {mine[:12]}; give origin/{name} or "
+                            f"refs/heads/{name}")
+        return sha, f"origin/{name}"
+
+    def _no_base(self, where: str) -> GateError:
+        return GateError(f"{where} does not name a commit in {self.root}: a base is HEAD, a full "
+                         "commit sha or a branch (<name>, origin/<name>, refs/heads/<name>)")
+
+    def _no_branch(self, where: str, name: str, refs: Mapping[str, tuple[str, str]],
+                   problem: str | None) -> GateError:
+        """The error for a bare ``name`` that is no branch here (nor on origin, if any)."""
+        text = f"{where} does not name a commit in {self.root}"
+        if self.has_origin():
+            text += " nor a branch on origin" + (f" ({problem})" if problem else "")
+        if f"refs/tags/{name}" in refs:
+            text += f"; refs/tags/{name} is a tag, never a base (give its full commit sha)"
+        elif f"refs/heads/{name}" in refs:
+            text += f"; the local branch is refs/heads/{name}"
+        elif _HEX.fullmatch(name):
+            text += "; an abbreviated sha is not a base: give the full commit sha"
+        return GateError(text)
 
     def _from_event(self, head: str, event: _Event) -> BaseCommit | None:
         if event.name in _PR_EVENTS:
@@ -384,14 +499,31 @@ class Repo:
         return BaseCommit(before, event.text("ref") or "before", "event-base-sha")
 
     def _from_branches(self, head: str, event: _Event) -> BaseCommit | None:
-        remote_ref = self._remote_default_branch(event)
-        if remote_ref is not None:
-            label = remote_ref.removeprefix("refs/remotes/")
-            return BaseCommit(self._fork_point(head, remote_ref), label, "remote-default-branch")
-        for name in ("main", "master"):
-            if self.rev(f"refs/heads/{name}") is not None:
-                return BaseCommit(self._fork_point(head, f"refs/heads/{name}"), name,
-                                  "local-branch")
+        origin = self.has_origin()
+        name = event.text("repository.default_branch") if origin else None
+        if name is not None:
+            if not _is_branch_name(name):
+                raise GateError(f"GitHub event payload {event.path}: repository.default_branch "
+                                f"{name!r} is not a branch name")
+            # actions/checkout fetches only the ref it checks out, not the default branch.
+            sha = self._origin_branch(name, lambda problem: GateError(
+                f"cannot fetch default branch {name} from origin: "
+                f"{problem or 'it is not a commit'}"))
+            return BaseCommit(self._fork_point(head, sha), f"origin/{name}",
+                              "remote-default-branch")
+        refs = self._refs(*((_ORIGIN_HEAD, *_ORIGIN_DEFAULTS) if origin else ()), *_LOCAL_DEFAULTS)
+        candidates: list[tuple[str, str, BaseHow]] = []  # (label, object id, how), in order
+        oid, target = refs.get(_ORIGIN_HEAD, ("", ""))
+        if target.startswith("refs/remotes/origin/"):  # origin/HEAD names a branch of origin
+            candidates.append((target.removeprefix("refs/remotes/"), oid, "remote-default-branch"))
+        candidates += [(ref.removeprefix("refs/remotes/"), refs[ref][0], "remote-default-branch")
+                       for ref in _ORIGIN_DEFAULTS if ref in refs]
+        candidates += [(ref.removeprefix("refs/heads/"), refs[ref][0], "local-branch")
+                       for ref in _LOCAL_DEFAULTS if ref in refs]
+        for label, oid, how in candidates:
+            sha = self.rev(oid)
+            if sha is not None:
+                return BaseCommit(self._fork_point(head, sha), label, how)
         return None
 
     def _from_remote_head(self, head: str, notes: list[str]) -> BaseCommit | None:
@@ -404,59 +536,67 @@ class Repo:
             notes.append(f"`git ls-remote --symref origin HEAD` failed: {_stderr_line(done)}")
             return None
         match = re.search(r"^ref: refs/heads/(\S+)\tHEAD$", done.stdout, re.MULTILINE)
-        if match is None or match.group(1).startswith("-"):
+        if match is None or not _is_branch_name(match.group(1)):
             notes.append("`git ls-remote --symref origin HEAD` names no default branch")
             return None
         name = match.group(1)
         ref = f"refs/remotes/origin/{name}"
         problem = self._fetch(f"+refs/heads/{name}:{ref}")
-        if problem is not None or self.rev(ref) is None:
+        sha = None if problem is not None else self._peeled(self._refs(ref), ref)
+        if sha is None:
             notes.append(f"fetching origin's default branch {name} failed: {problem or 'no commit'}")
             return None
-        return BaseCommit(self._fork_point(head, ref), f"origin/{name}", "remote-default-branch")
+        return BaseCommit(self._fork_point(head, sha), f"origin/{name}", "remote-default-branch")
 
-    def _remote_default_branch(self, event: _Event) -> str | None:
-        """The full ref of origin's default branch (``refs/remotes/origin/main``), or None."""
-        if not self.has_origin():
-            return None
-        name = event.text("repository.default_branch")
-        if name is not None:
-            # actions/checkout fetches only the ref it checks out, not the default branch.
-            self._origin_branch(name, lambda problem: GateError(
-                f"cannot fetch default branch {name} from origin: {problem}"), must_resolve=False)
-            return f"refs/remotes/origin/{name}"
-        done = _git(self.root, "symbolic-ref", "--quiet", "refs/remotes/origin/HEAD")
-        target = done.stdout.strip() if done.returncode == 0 else ""
-        if target and self.rev(target) is not None:
-            return target
-        for ref in ("refs/remotes/origin/main", "refs/remotes/origin/master"):
-            if self.rev(ref) is not None:
-                return ref
-        return None
+    # -- refs --------------------------------------------------------------------------------
+
+    def _refs(self, *names: str) -> dict[str, tuple[str, str]]:
+        """``{ref: (object id, symref target or "")}`` of those full ref ``names`` that exist,
+        each looked up as exactly that ref.
+
+        ``git for-each-ref`` takes a full name as itself. A revision lookup does not: asked for
+        ``refs/remotes/origin/main`` that is absent, git goes on to try
+        ``refs/tags/refs/remotes/origin/main`` and more, and asked for ``main``, it takes
+        ``refs/tags/main`` before any branch.
+        """
+        if not names:
+            return {}
+        done = _git(self.root, "for-each-ref", "--format=%(objectname) %(refname) %(symref)",
+                    *names)
+        if done.returncode != 0:
+            raise GateError(f"`git for-each-ref` failed in {self.root}: {_stderr_line(done)}")
+        found: dict[str, tuple[str, str]] = {}
+        for line in done.stdout.splitlines():
+            oid, _, rest = line.partition(" ")
+            ref, _, target = rest.partition(" ")
+            if ref in names:  # a name also matches the refs below it (refs/heads/main/x)
+                found[ref] = (oid, target)
+        return found
+
+    def _peeled(self, refs: Mapping[str, tuple[str, str]], ref: str) -> str | None:
+        """The commit the ``ref`` of a :meth:`_refs` answer points to, or None."""
+        found = refs.get(ref)
+        return None if found is None else self.rev(found[0])
 
     # -- fetching ----------------------------------------------------------------------------
 
-    def _origin_branch(self, branch: str, error: _Failure, must_resolve: bool = True) -> str:
-        """The commit of origin's ``branch``, fetched into ``refs/remotes/origin/<branch>`` when
-        this clone lacks it; ``error(problem)`` is the ``GateError`` raised when that fails."""
+    def _origin_branch(self, branch: str, error: _Failure,
+                       refs: Mapping[str, tuple[str, str]] | None = None) -> str:
+        """The commit of origin's ``branch``: ``refs/remotes/origin/<branch>`` and no other ref,
+        fetched when this clone lacks it; ``error(problem)`` is the ``GateError`` raised when
+        that fails (``problem`` None: fetched, but no commit). ``refs`` is a :meth:`_refs`
+        answer that looked it up already."""
         tracking = f"refs/remotes/origin/{branch}"
-        sha = self.rev(tracking)
+        sha = self._peeled(self._refs(tracking) if refs is None else refs, tracking)
         if sha is not None:
             return sha
-        return self._fetched(f"+refs/heads/{branch}:{tracking}", tracking, error, must_resolve)
-
-    def _fetched(self, refspec: str, rev: str, error: _Failure, must_resolve: bool = True
-                 ) -> str:
-        """Fetch ``refspec`` from origin, then resolve ``rev``; ``error(problem)`` is raised when
-        the fetch fails (git's reason) or, if ``must_resolve``, ``rev`` still names no commit
-        (``problem`` None)."""
-        problem = self._fetch(refspec)
+        problem = self._fetch(f"+refs/heads/{branch}:{tracking}")
         if problem is not None:
             raise error(problem)
-        sha = self.rev(rev)
-        if sha is None and must_resolve:
+        sha = self._peeled(self._refs(tracking), tracking)
+        if sha is None:
             raise error(None)
-        return sha or ""
+        return sha
 
     def _fetch(self, refspec: str) -> str | None:
         """Fetch ``refspec`` from origin; return None on success, else git's reason in one line."""
@@ -471,17 +611,13 @@ class Repo:
 
     # -- history -----------------------------------------------------------------------------
 
-    def _fork_point(self, head: str, ref: str) -> str:
-        if self.rev(ref) == head:  # on the branch's tip: it is its own merge-base
+    def _fork_point(self, head: str, tip: str) -> str:
+        """Where HEAD forked from the branch whose tip is ``tip``: their merge-base, or the tip
+        when the histories do not meet here (unrelated, or cut off by a shallow clone)."""
+        if tip == head:  # on the branch's tip: it is its own merge-base
             return head
-        done = _git(self.root, "merge-base", head, ref)
-        if done.returncode == 0:
-            return done.stdout.strip()
-        sha = self.rev(ref)
-        if sha is None:
-            raise GateError(f"`git rev-parse --verify {ref}^{{commit}}` failed in {self.root}: "
-                            "no such commit")
-        return sha
+        done = _git(self.root, "merge-base", head, tip)
+        return done.stdout.strip() if done.returncode == 0 else tip
 
     def _is_ancestor(self, ancestor: str, descendant: str) -> bool:
         return _git(self.root, "merge-base", "--is-ancestor", ancestor, descendant).returncode == 0
@@ -598,6 +734,11 @@ def _no_work_tree(path: Path, start: Path, done: subprocess.CompletedProcess[str
     return GateError(f"`git rev-parse` failed in {start}: {_stderr_line(done)}")
 
 
+def _is_branch_name(name: str) -> bool:
+    """Whether git would take ``name`` as the name of a branch (and it is no option)."""
+    return bool(name) and name != "@" and _NOT_A_BRANCH.search(name) is None
+
+
 def _repo_relative(path: str) -> str:
     rel = PurePosixPath(path)
     if rel.is_absolute() or ".." in rel.parts or not rel.parts:
@@ -605,9 +746,25 @@ def _repo_relative(path: str) -> str:
     return rel.as_posix()
 
 
+# Variables that point git at other refs, objects or history than those of the repository it
+# is run in: a git hook sets some (a gate run from one would read the outer repository), and
+# an earlier step of a job could set any of them for the steps after it.
+_REDIRECTING = ("GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR", "GIT_INDEX_FILE",
+                "GIT_OBJECT_DIRECTORY", "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_NAMESPACE",
+                "GIT_SHALLOW_FILE", "GIT_REPLACE_REF_BASE", "GIT_QUARANTINE_PATH")
+# Replacement objects (`git replace`) swap what a sha holds and grafts (.git/info/grafts) which
+# commits are parents: the gate reads neither. GIT_NO_REPLACE_OBJECTS yields to a repository's
+# `core.useReplaceRefs = true`, so the setting is also given on the command line, which
+# outranks every config file; GIT_GRAFT_FILE names a path that can never be a file.
+_GIT = ("git", "-c", "core.useReplaceRefs=false")
+_NO_GRAFTS = os.path.join(os.devnull, "grafts")
+
+
 def _environment() -> dict[str, str]:
+    env = {name: value for name, value in os.environ.items() if name not in _REDIRECTING}
     # No credential prompt: in CI it would hang the job instead of failing it.
-    return {**os.environ, "GIT_TERMINAL_PROMPT": "0"}
+    env.update(GIT_TERMINAL_PROMPT="0", GIT_NO_REPLACE_OBJECTS="1", GIT_GRAFT_FILE=_NO_GRAFTS)
+    return env
 
 
 def _git(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -617,7 +774,7 @@ def _git(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
 def _spawn(cwd: Path, *args: str) -> subprocess.Popen[str]:
     """Start ``git args`` in ``cwd``; :func:`_finish` collects what it said."""
     try:
-        return subprocess.Popen(["git", *args], cwd=cwd, stdin=subprocess.DEVNULL,
+        return subprocess.Popen([*_GIT, *args], cwd=cwd, stdin=subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                 encoding="utf-8", errors="replace", env=_environment())
     except OSError as exc:
@@ -638,7 +795,7 @@ def _finish(process: subprocess.Popen[str]) -> subprocess.CompletedProcess[str]:
 def _batch(cwd: Path) -> subprocess.Popen[bytes]:
     """The long-lived ``git cat-file --batch`` that answers every object question."""
     try:
-        return subprocess.Popen(["git", "cat-file", "--batch"], cwd=cwd, stdin=subprocess.PIPE,
+        return subprocess.Popen([*_GIT, "cat-file", "--batch"], cwd=cwd, stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                 env=_environment())
     except OSError as exc:

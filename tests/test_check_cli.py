@@ -207,7 +207,8 @@ def test_unknown_schema_version_at_base_is_inconclusive(work: Path) -> None:
     commit(work, "future baseline", {"baselines/main.json": json.dumps(data)})
     git(work, "checkout", "-q", "-b", "pr2")
     commit(work, "restore", {"baselines/main.json": json.dumps({**data, "schema_version": 1})})
-    code, verdict, out = verdict_of(work, "--base-ref", "main")
+    # The local main, ahead of origin's: a bare "main" would be ambiguous (docs/gate.md).
+    code, verdict, out = verdict_of(work, "--base-ref", "refs/heads/main")
     assert code == 3 and "schema_version" in verdict["notes"][0]
     # Not a bootstrap: the base has a baseline, of a version this one cannot read.
     assert verdict["mode"] is None and "no baseline at the base commit" not in out

@@ -278,9 +278,10 @@ def test_explicit_base_ref_wins_over_the_event(
     repo = clone(upstream.url, tmp_path / "clone")
     ref = upstream.m1 if ref == "m1-sha" else ref
     expected = {"feature": upstream.f1, "origin/develop": upstream.d1, upstream.m1: upstream.m1}
+    label = {"feature": "origin/feature", "origin/develop": "origin/develop"}.get(ref, ref)
     context = github_context("pull_request", pr_payload(tmp_path, upstream.m2), upstream.merge)
 
-    assert resolve_base(repo, ref, context) == BaseCommit(expected[ref], ref, "explicit")
+    assert resolve_base(repo, ref, context) == BaseCommit(expected[ref], label, "explicit")
 
 
 @pytest.mark.parametrize("ref", ["main", "origin/main", "m1-sha"])
@@ -294,7 +295,8 @@ def test_explicit_base_missing_from_ci_checkout_is_fetched(
 
     base = resolve_base(repo, ref)
 
-    assert base == BaseCommit(expected, ref, "explicit")
+    label = upstream.m1 if ref == upstream.m1 else "origin/main"  # what was read, not what was said
+    assert base == BaseCommit(expected, label, "explicit")
     assert read_file_at(repo, base.sha, BASELINE) == MAIN_BASELINE.encode()
 
 
