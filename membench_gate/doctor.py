@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from membench_gate import rpc
+from membench_gate import budget, rpc
 from membench_gate.adapter import Answer, Query, Record
 from membench_gate.config import Config
 from membench_gate.errors import GateError
@@ -75,6 +75,7 @@ class _Adapter:
     """The adapter under test, restarted after a check that made it fail."""
 
     def __init__(self, config: Config) -> None:
+        budget.adopt(config.budget_minutes)
         self.config = config
         self.latencies: dict[str, list[float]] = {}
         self.client: rpc.AdapterClient | None = None
