@@ -141,8 +141,9 @@ def read_report(path: Path) -> SelftestReport:
         raise GateError(validation_message(str(path), exc)) from exc
 
 
-def sensitivity_markdown(report: SelftestReport) -> str:
-    """The scoreboard's one-line piece: ``gate sensitivity N/N``, naming blind metrics."""
+def sensitivity_markdown(report: SelftestReport, listed: bool = True) -> str:
+    """The scoreboard's one-line piece: ``gate sensitivity N/N``, naming blind metrics (or, not
+    ``listed``, counting them: where the names would not fit)."""
     from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
     from membench_gate.measurement import data_dir
@@ -152,6 +153,6 @@ def sensitivity_markdown(report: SelftestReport) -> str:
                       undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True,
                       trim_blocks=True, lstrip_blocks=True)
     return env.get_template("selftest.md.j2").render(
-        covered=report.covered, total=report.total, mutants=len(report.mutants),
+        covered=report.covered, total=report.total, mutants=len(report.mutants), listed=listed,
         blind=[escape_md(key) for key in report.blind],
         at_worst=[escape_md(key) for key in report.at_worst])

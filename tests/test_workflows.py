@@ -60,4 +60,4 @@ def test_every_action_input_reaches_the_scripts_through_env() -> None:
     assert set(action["outputs"]) == expected
     assert {"config", "python-version", "install", "github-token", "comment", "comment-key",
             "fail-on-regression", "base-ref", "include-holdout", "selftest",
-            "verify-determinism", "results"} == set(action["inputs"])
+            "verify-determinism", "results", "budget-minutes"} == set(action["inputs"])
