@@ -42,6 +42,11 @@ def parse_minutes(text: str) -> float:
     return minutes
 
 
+class OutOfTime(GateError):
+    """The budget ran out: the command is an ERROR, whatever it was doing (a doctor's check or
+    a selftest's mutant that fails for lack of time says nothing of the adapter)."""
+
+
 @dataclass(frozen=True)
 class Budget:
     """A budget in force: its size, where it was set (as the user would write it) and its end on
@@ -56,12 +61,12 @@ class Budget:
         """Seconds until the budget runs out (negative once it has)."""
         return self.deadline - time.monotonic()
 
-    def ran_out(self, method: str, suite: str | None, item: str | None) -> GateError:
+    def ran_out(self, method: str, suite: str | None, item: str | None) -> OutOfTime:
         """The ERROR of a wait for ``method`` that the budget cut short."""
         place = ", ".join([*([f"suite {suite}"] if suite else []),
                            *([f"item {item}"] if item else [])])
         unit = "minute" if self.minutes == 1 else "minutes"
-        return GateError(f"the {self.command}'s time budget of "
+        return OutOfTime(f"the {self.command}'s time budget of "
                          f"{self.minutes:g} {unit} ran out"
                          + (f" in {place}" if place else "")
                          + f", waiting for adapter {method}() ({self.source})")

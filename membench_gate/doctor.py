@@ -241,6 +241,8 @@ def diagnose(config: Config) -> tuple[list[Check], dict[str, list[float]], str]:
             checks.append(Check("handshake (initialize)", True,
                                 f"protocol 1, push={str(caps.push).lower()}, "
                                 f"write={str(caps.write).lower()}"))
+        except budget.OutOfTime:
+            raise
         except GateError as exc:
             checks.append(Check("handshake (initialize)", False, _with_stderr(exc)))
             return checks, adapter.latencies, name
@@ -259,6 +261,8 @@ def diagnose(config: Config) -> tuple[list[Check], dict[str, list[float]], str]:
         for label, step in steps:
             try:
                 checks.append(step())
+            except budget.OutOfTime:
+                raise
             except GateError as exc:
                 checks.append(Check(label, False, _with_stderr(exc)))
     finally:

@@ -247,7 +247,8 @@ class AdapterProcess:
         """Kill the process; ``error`` with the process's last stderr lines as detail."""
         self.kill()
         self._stderr_done.wait(STDERR_DRAIN_S)
-        return GateError(str(error), error.exit_code, detail=self.stderr_tail())
+        error.detail = self.stderr_tail()
+        return error
 
     def call(self, method: str, params: Mapping[str, Any], suite: str | None = None,
              item: str | None = None) -> Any:

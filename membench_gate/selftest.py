@@ -18,6 +18,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from membench_gate import metrics
+from membench_gate.budget import OutOfTime
 from membench_gate.config import Config
 from membench_gate.errors import GateError
 from membench_gate.gate import decide
@@ -83,6 +84,8 @@ def selftest(config: Config, mutants: Sequence[type[Mutant]] = MUTANTS,
                   flush=True)
         try:
             actual = run(config, wrap=mutant).to_baseline()
+        except OutOfTime:
+            raise  # no mutant's fault: the selftest is an ERROR
         except GateError as exc:
             results[mutant.name] = MutantResult(description=mutant.description, error=str(exc))
             continue
