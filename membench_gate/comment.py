@@ -142,7 +142,7 @@ class StepRecord(BaseModel):
     how the step ended. ``advisory`` is ``fail-on-regression: false``, where a verdict other
     than PASS (ERROR aside) still ends the step with success."""
 
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, defer_build=True)
 
     advisory: bool = False
 
