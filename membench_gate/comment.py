@@ -113,12 +113,12 @@ def parse_data(files: Mapping[str, bytes | None], folder: Path
     failed = verdict.verdict in ("error", "inconclusive")
     # A check that failed replaces every output it was asked for by its verdict: nothing stale.
     results = None
-    if not (failed and (results_data is None or failed_verdict(results_data, results_label))):
+    if not (failed and (results_data is None or _failed_verdict(results_data, results_label))):
         if results_data is None:
             raise GateError(f"{results_label}: file not found")
         results = parse_results(results_data, results_label)
     base = parse_baseline(base_data, base_label) \
-        if base_data is not None and not (failed and failed_verdict(base_data, base_label)) \
+        if base_data is not None and not (failed and _failed_verdict(base_data, base_label)) \
         else None
     return verdict, results, base
 
@@ -127,7 +127,7 @@ def _read_if_there(path: Path) -> bytes | None:
     return read_file(path) if path.exists() else None
 
 
-def failed_verdict(data: bytes, label: str) -> bool:
+def _failed_verdict(data: bytes, label: str) -> bool:
     """Are these bytes the error (or inconclusive) verdict a failed check writes in place of
     its data?"""
     try:
