@@ -90,6 +90,22 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
 
 
+def _minutes(text: str) -> float:
+    from membench_gate.budget import parse_minutes
+
+    try:
+        return parse_minutes(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _budget(parser: argparse.ArgumentParser) -> None:
+    """The time budget of a command that runs the adapter (:mod:`membench_gate.budget`)."""
+    parser.add_argument("--budget-minutes", type=_minutes, metavar="N",
+                        help="stop the adapter and fail (ERROR) when the command has run N "
+                             "minutes (default: [gate] budget_minutes; in CI 60)")
+
+
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The command line; with ``only``, just that command's subparser (a command builds only the
     parser it runs under: argparse's help formatting costs milliseconds per command)."""
@@ -105,6 +121,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     if want("run"):
         run = commands.add_parser("run", help="run the suites and write a results file")
         _common(run)
+        _budget(run)
         run.add_argument("--out", type=Path, help="results file to write (JSON)")
         run.add_argument("--suite", action="append", default=[], metavar="NAME",
                          help="run only this suite (repeatable)")
@@ -125,6 +142,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     if want("check"):
         check = commands.add_parser("check", help="run and gate against the base commit's baseline")
         _common(check)
+        _budget(check)
         check.add_argument("--base-ref", metavar="REV", help="base commit (default: auto-detected)")
         check.add_argument("--results", type=Path, metavar="FILE",
                            help="gate a results file from an earlier run instead of running")
@@ -145,6 +163,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         bless = commands.add_parser("bless", help="write the baseline (atomically), justified where "
                                                  "the gate requires it")
         _common(bless)
+        _budget(bless)
         bless.add_argument("--justification", metavar="TEXT",
                            help="why the breaches against the base baseline are accepted")
         bless.add_argument("--base-ref", metavar="REV", help="base commit (default: auto-detected)")
@@ -187,6 +206,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         show = commands.add_parser("show", help="one item: what was asked, the gold, what came back, "
                                                "base vs head")
         _common(show)
+        _budget(show)
         show.add_argument("target", metavar="CELL#ID", help="e.g. veto/files_known#scn-003")
         show.add_argument("--results", type=Path, metavar="FILE",
                           help="read the item from a results file instead of running its suite")
@@ -195,6 +215,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     if want("doctor"):
         doctor = commands.add_parser("doctor", help="check the adapter against the protocol")
         _common(doctor)
+        _budget(doctor)
 
     if want("import"):
         imp = commands.add_parser(
@@ -212,6 +233,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         selftest = commands.add_parser("selftest",
                                        help="prove every gated metric can fail: run mutants of the adapter")
         _common(selftest)
+        _budget(selftest)
         selftest.add_argument("--json", type=Path, metavar="FILE",
                               help="also write the selftest's data as JSON (the action reads it)")
         selftest.add_argument("--mutant", action="append", default=[], metavar="NAME",
@@ -556,6 +578,9 @@ def _dispatch(argv: list[str], debug: bool) -> int:
     except KeyboardInterrupt as exc:  # stopped before the command began: nothing written yet
         _say(f"membench-gate: error: {describe(exc)}")
         return EXIT_ERROR
+    from membench_gate import budget
+
+    budget.start(args.command, getattr(args, "budget_minutes", None), os.environ)
     # Everything a command raises, SystemExit and KeyboardInterrupt included, is an ERROR (or a
     # GateError's own code): only a finished command's return value is a verdict.
     try:
@@ -573,3 +598,5 @@ def _dispatch(argv: list[str], debug: bool) -> int:
             for line in exc.detail:
                 _say(f"  | {line}")
         return exit_code_of(exc)
+    finally:
+        budget.stop()

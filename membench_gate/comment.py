@@ -5,7 +5,8 @@ In ``--from-artifact`` mode nothing the PR produced is trusted as text: the arti
 validated with the pydantic models, ids are escaped (control characters refused), the PR is found
 from the triggering run (its ``pull_requests``, or through the API by head sha and head repository),
 free text (the justification, notes, breach details) is dropped or re-derived, and the Markdown is
-rendered again from data.
+rendered again from data. The artifact's verdict must be what the triggering run concluded
+(:func:`corroborate`): a PASS beside a run that failed is refused, nothing posted.
 
 A failure to comment is a warning and never changes an exit code.
 """
@@ -14,9 +15,10 @@ from __future__ import annotations
 
 import re
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from membench_gate.actions_env import annotation
 from membench_gate.errors import GateError, visible
@@ -35,6 +37,7 @@ from membench_gate.settings import Context, Settings
 from membench_gate.verdict import Verdict
 
 ARTIFACT_FILES = ("results.json", "verdict.json", "base.json")
+STEP_FILE = "step.json"  # how the gate step ended (StepRecord), uploaded with them
 # What the body may take of a comment: the marker line comes before it.
 BODY_LIMIT = COMMENT_LIMIT - MARKER_ROOM
 # Ids are escaped like any text when rendered; here only what cannot be an id is refused.
@@ -43,20 +46,23 @@ _MAX_ID = 300
 
 
 def read_verdict(path: Path) -> Verdict:
-    data = load_json(read_file(path), str(path))
+    return parse_verdict(read_file(path), str(path))
+
+
+def parse_verdict(data: bytes, label: str) -> Verdict:
+    """A verdict file's bytes, validated."""
     try:
-        return Verdict.model_validate(data)
+        return Verdict.model_validate(load_json(data, label))
     except ValidationError as exc:
-        raise GateError(validation_message(str(path), exc)) from exc
+        raise GateError(validation_message(label, exc)) from exc
 
 
 def body_from_data(verdict: Verdict, results: Results | None, base: Baseline | None,
-                   extra: str = "") -> str:
-    """The comment body; ``extra`` (Markdown, e.g. the selftest's line) closes it, within the
-    comment limit."""
-    body = render(verdict, results, base, limit=BODY_LIMIT - len(extra.encode("utf-8")) - 1,
+                   room: int = 0) -> str:
+    """The comment body, within the comment limit less ``room`` bytes (kept free for a line the
+    caller closes it with, e.g. the selftest's)."""
+    return render(verdict, results, base, limit=BODY_LIMIT - room,
                   full_report="in the job summary of the gating workflow run")
-    return f"{body}\n{extra}" if extra else body
 
 
 def _check_ids(verdict: Verdict, results: Results, label: str) -> None:
@@ -92,27 +98,91 @@ def _scrubbed(verdict: Verdict) -> Verdict:
 def read_data(folder: Path) -> tuple[Verdict, Results | None, Baseline | None]:
     """results.json, verdict.json and base.json as ``check --out/--json/--base-out`` write them,
     validated. The results may be missing only when the check could not compare."""
-    results_path, verdict_path, base_path = (folder / name for name in ARTIFACT_FILES)
-    verdict = read_verdict(verdict_path)
+    return parse_data({name: _read_if_there(folder / name) for name in ARTIFACT_FILES}, folder)
+
+
+def parse_data(files: Mapping[str, bytes | None], folder: Path
+               ) -> tuple[Verdict, Results | None, Baseline | None]:
+    """:func:`read_data` of files already read: the bytes of each of :data:`ARTIFACT_FILES`
+    (``None`` for a file that is not there), as they were read once."""
+    results_data, verdict_data, base_data = (files.get(name) for name in ARTIFACT_FILES)
+    results_label, verdict_label, base_label = (str(folder / name) for name in ARTIFACT_FILES)
+    if verdict_data is None:
+        raise GateError(f"{verdict_label}: file not found")
+    verdict = parse_verdict(verdict_data, verdict_label)
     failed = verdict.verdict in ("error", "inconclusive")
     # A check that failed replaces every output it was asked for by its verdict: nothing stale.
-    results = parse_results(read_file(results_path), str(results_path)) \
-        if (results_path.exists() or not failed) and not holds_failed_verdict(results_path, failed) \
+    results = None
+    if not (failed and (results_data is None or _failed_verdict(results_data, results_label))):
+        if results_data is None:
+            raise GateError(f"{results_label}: file not found")
+        results = parse_results(results_data, results_label)
+    base = parse_baseline(base_data, base_label) \
+        if base_data is not None and not (failed and _failed_verdict(base_data, base_label)) \
         else None
-    base = parse_baseline(read_file(base_path), str(base_path)) \
-        if base_path.exists() and not holds_failed_verdict(base_path, failed) else None
     return verdict, results, base
 
 
-def holds_failed_verdict(path: Path, failed: bool = True) -> bool:
-    """Does ``path`` hold the error verdict a failed check wrote in place of its data?"""
-    if not failed or not path.exists():
-        return False
+def _read_if_there(path: Path) -> bytes | None:
+    return read_file(path) if path.exists() else None
+
+
+def _failed_verdict(data: bytes, label: str) -> bool:
+    """Are these bytes the error (or inconclusive) verdict a failed check writes in place of
+    its data?"""
     try:
-        data = load_json(read_file(path), str(path))
+        parsed = load_json(data, label)
     except GateError:
         return False
-    return isinstance(data, dict) and data.get("verdict") in ("error", "inconclusive")
+    return isinstance(parsed, dict) and parsed.get("verdict") in ("error", "inconclusive")
+
+
+class StepRecord(BaseModel):
+    """``step.json``, written by the action's gate step beside the verdict: what else decides
+    how the step ended. ``advisory`` is ``fail-on-regression: false``, where a verdict other
+    than PASS (ERROR aside) still ends the step with success."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, defer_build=True)
+
+    advisory: bool = False
+
+
+def expected_conclusion(verdict: Verdict, advisory: bool) -> str:
+    """The conclusion of the gating run whose verdict is ``verdict``: ``success`` for PASS (and,
+    when ``advisory``, for anything but ERROR), else ``failure``."""
+    if verdict.verdict == "pass" or (advisory and verdict.verdict != "error"):
+        return "success"
+    return "failure"
+
+
+def read_step(folder: Path) -> StepRecord:
+    """The artifact's ``step.json``, validated; a run gated without one was not advisory."""
+    path = folder / STEP_FILE
+    if not path.exists():
+        return StepRecord()
+    try:
+        return StepRecord.model_validate(load_json(read_file(path), str(path)))
+    except ValidationError as exc:
+        raise GateError(validation_message(str(path), exc)) from exc
+
+
+def corroborate(verdict: Verdict, step: StepRecord, context: Context, folder: Path) -> None:
+    """Refuse an artifact whose verdict is not what the gating run concluded.
+
+    The artifact comes from a run of the pull request's code, and a process of that run may
+    outlive the gate step and rewrite it; the run's ``conclusion`` comes from GitHub. A verdict
+    that would have ended the run otherwise (PASS from a run that failed) is not that run's."""
+    run = context.event.get("workflow_run")
+    conclusion = run.get("conclusion") if isinstance(run, dict) else None
+    if not isinstance(conclusion, str):
+        raise GateError("--from-artifact needs the workflow_run event payload with the run's "
+                        "conclusion (GITHUB_EVENT_PATH)")
+    expected = expected_conclusion(verdict, step.advisory)
+    if conclusion != expected:
+        mode = " (advisory)" if step.advisory else ""
+        raise GateError(f"{folder}: verdict {verdict.verdict}{mode} means a run that concluded "
+                        f"{expected}, but the gating run concluded {conclusion}: it is not that "
+                        "run's verdict; nothing posted")
 
 
 def load_artifact(folder: Path) -> tuple[Verdict, Results | None, Baseline | None]:
@@ -171,7 +241,9 @@ def comment(settings: Settings, *, report: Path | None = None, verdict: Path | N
         return 0
     context = settings.context
     if from_artifact is not None:
-        body = body_from_data(*load_artifact(from_artifact))
+        verdict_data, results_data, base_data = load_artifact(from_artifact)
+        corroborate(verdict_data, read_step(from_artifact), context, from_artifact)
+        body = body_from_data(verdict_data, results_data, base_data)
         try:
             pr = _artifact_pr(context)
         except GateError as exc:

@@ -28,6 +28,7 @@ from pydantic.fields import FieldInfo
 from pydantic_core import PydanticCustomError
 
 from membench_gate import metrics
+from membench_gate.budget import MAX_MINUTES, MINUTES_RANGE
 from membench_gate.early import python_target
 from membench_gate.errors import GateError
 from membench_gate.results import check_numbers, read_text
@@ -159,11 +160,14 @@ class AdapterTable(_Table):
 
 
 class GateTable(_Table):
-    """``[gate]``: where the committed baseline is, and whether holdout items count."""
+    """``[gate]``: where the committed baseline is, whether holdout items count, and the time
+    budget of a command (not part of the measurement: neither recorded nor hashed)."""
 
     baseline: Annotated[str, Field(min_length=1, description="a relative path")] = \
         "baselines/main.json"
     include_holdout: Annotated[bool, Field(description="true or false")] = False
+    budget_minutes: Annotated[float, Field(gt=0, le=MAX_MINUTES, allow_inf_nan=False)] | None = \
+        Field(None, description=MINUTES_RANGE)
 
 
 def _floor_key(key: str) -> str:
@@ -223,6 +227,7 @@ class Config(NamedTuple):
     include_holdout: bool
     floors: dict[str, float]
     timeout: float = DEFAULT_TIMEOUT
+    budget_minutes: float | None = None  # [gate] budget_minutes: not recorded, not hashed
 
     @property
     def base_dir(self) -> Path:
@@ -279,8 +284,10 @@ class Config(NamedTuple):
 
     def launch(self) -> Handshake:
         """Start the adapter in the config's folder and send ``initialize`` (not waiting)."""
+        from membench_gate import budget
         from membench_gate.rpc import launch
 
+        budget.adopt(self.budget_minutes)
         return launch(self.adapter_argv(), self.base_dir, self.timeout, self.adapter_options)
 
 
@@ -384,6 +391,7 @@ def parse_config(text: str, path: Path, label: str | None = None) -> Config:
         include_holdout=data.gate.include_holdout,
         floors=data.floors,
         timeout=adapter.timeout,
+        budget_minutes=data.gate.budget_minutes,
     )
 
 

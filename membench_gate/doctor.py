@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from membench_gate import rpc
+from membench_gate import budget, rpc
 from membench_gate.adapter import Answer, Query, Record
 from membench_gate.config import Config
 from membench_gate.errors import GateError, visible
@@ -75,6 +75,7 @@ class _Adapter:
     """The adapter under test, restarted after a check that made it fail."""
 
     def __init__(self, config: Config) -> None:
+        budget.adopt(config.budget_minutes)
         self.config = config
         self.latencies: dict[str, list[float]] = {}
         self.client: rpc.AdapterClient | None = None
@@ -240,6 +241,8 @@ def diagnose(config: Config) -> tuple[list[Check], dict[str, list[float]], str]:
             checks.append(Check("handshake (initialize)", True,
                                 f"protocol 1, push={str(caps.push).lower()}, "
                                 f"write={str(caps.write).lower()}"))
+        except budget.OutOfTime:
+            raise
         except GateError as exc:
             checks.append(Check("handshake (initialize)", False, _with_stderr(exc)))
             return checks, adapter.latencies, name
@@ -258,6 +261,8 @@ def diagnose(config: Config) -> tuple[list[Check], dict[str, list[float]], str]:
         for label, step in steps:
             try:
                 checks.append(step())
+            except budget.OutOfTime:
+                raise
             except GateError as exc:
                 checks.append(Check(label, False, _with_stderr(exc)))
     finally:

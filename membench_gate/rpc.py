@@ -2,7 +2,8 @@
 
 The gate starts the adapter (``[adapter] command``, or the built-in host for ``[adapter] python``),
 sends one request at a time and waits at most ``[adapter] timeout`` seconds for each answer,
-``initialize`` (start-up and imports) included. Whatever the memory system does — crash, hang,
+``initialize`` (start-up and imports) included, and never past the end of the command's time
+budget (:mod:`membench_gate.budget`). Whatever the memory system does — crash, hang,
 ``sys.exit``, ``chdir``, print to stdout — happens in its own process: the gate sees a timeout, an
 end of output or a malformed line, kills the process and raises one :class:`GateError` naming the
 call and the item, with the adapter's last stderr lines as detail.
@@ -31,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from membench_gate import budget
 from membench_gate.adapter import (
     PROTOCOL_VERSION,
     Answer,
@@ -239,9 +241,14 @@ class AdapterProcess:
 
     def _fail(self, where: _Where, why: str) -> GateError:
         """Kill the process and build the error, with its last stderr lines as detail."""
+        return self._stopped(GateError(f"{where}: {why}"))
+
+    def _stopped(self, error: GateError) -> GateError:
+        """Kill the process; ``error`` with the process's last stderr lines as detail."""
         self.kill()
         self._stderr_done.wait(STDERR_DRAIN_S)
-        return GateError(f"{where}: {why}", detail=self.stderr_tail())
+        error.detail = self.stderr_tail()
+        return error
 
     def call(self, method: str, params: Mapping[str, Any], suite: str | None = None,
              item: str | None = None) -> Any:
@@ -275,11 +282,21 @@ class AdapterProcess:
         return self._next_id
 
     def receive(self, ident: int, where: _Where) -> Any:
-        """Wait at most ``timeout`` seconds for the response to request ``ident``."""
+        """Wait for the response to request ``ident``: at most ``timeout`` seconds, and never
+        past the end of the command's time budget (:mod:`membench_gate.budget`)."""
         quick = self._latency.get(where.method, math.inf) < 2 * POLL_S
+        wait = self.timeout if self.timeout > 0 else None
+        limit = budget.current()
+        if limit is not None and (wait is None or limit.left() < wait):
+            wait = max(0.0, limit.left())
+        else:
+            limit = None  # the call's own timeout ends the wait first
         try:
-            line = self._readline(self.timeout if self.timeout > 0 else None, poll=quick)
+            line = self._readline(wait, poll=quick)
         except queue.Empty:
+            if limit is not None:
+                raise self._stopped(limit.ran_out(where.method, where.suite, where.item)) \
+                    from None
             raise self._fail(where, f"no answer within {self.timeout:g}s ([adapter] timeout)") \
                 from None
         if line is None:

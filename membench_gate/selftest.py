@@ -18,6 +18,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from membench_gate import metrics
+from membench_gate.budget import OutOfTime
 from membench_gate.config import Config
 from membench_gate.errors import GateError, visible
 from membench_gate.gate import decide
@@ -83,6 +84,8 @@ def selftest(config: Config, mutants: Sequence[type[Mutant]] = MUTANTS,
                   flush=True)
         try:
             actual = run(config, wrap=mutant).to_baseline()
+        except OutOfTime:
+            raise  # no mutant's fault: the selftest is an ERROR
         except GateError as exc:
             results[mutant.name] = MutantResult(description=mutant.description, error=str(exc))
             continue
@@ -142,8 +145,9 @@ def read_report(path: Path) -> SelftestReport:
         raise GateError(validation_message(str(path), exc)) from exc
 
 
-def sensitivity_markdown(report: SelftestReport) -> str:
-    """The scoreboard's one-line piece: ``gate sensitivity N/N``, naming blind metrics."""
+def sensitivity_markdown(report: SelftestReport, listed: bool = True) -> str:
+    """The scoreboard's one-line piece: ``gate sensitivity N/N``, naming blind metrics (or, not
+    ``listed``, counting them: where the names would not fit)."""
     from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
     from membench_gate.measurement import data_dir
@@ -153,6 +157,6 @@ def sensitivity_markdown(report: SelftestReport) -> str:
                       undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True,
                       trim_blocks=True, lstrip_blocks=True)
     return env.get_template("selftest.md.j2").render(
-        covered=report.covered, total=report.total, mutants=len(report.mutants),
+        covered=report.covered, total=report.total, mutants=len(report.mutants), listed=listed,
         blind=[escape_md(key) for key in report.blind],
         at_worst=[escape_md(key) for key in report.at_worst])

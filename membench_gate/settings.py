@@ -119,6 +119,7 @@ class Settings:
     selftest: bool = False  # also run membench-gate selftest and show the gate sensitivity
     verify_determinism: bool = False
     results: str = ""  # a results file to gate instead of running (merged shards)
+    budget_minutes: float | None = None  # the check's time budget (else the config's, or CI's)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -134,6 +135,15 @@ class Settings:
                 raise GateError(f"input {name}: expected true or false, got {raw!r}")
             return raw in _TRUE if raw else default
 
+        def minutes(name: str) -> float | None:
+            from membench_gate.budget import parse_minutes
+
+            raw = text(name, "")
+            try:
+                return parse_minutes(raw) if raw else None
+            except ValueError as exc:
+                raise GateError(f"input {name}: {exc}") from None
+
         comment = text("comment", cls.comment)
         if comment not in COMMENT_MODES:
             raise GateError(f"input comment: expected update, recreate or off, got {comment!r}")
@@ -148,6 +158,7 @@ class Settings:
             selftest=flag("selftest", cls.selftest),
             verify_determinism=flag("verify-determinism", cls.verify_determinism),
             results=text("results", cls.results),
+            budget_minutes=minutes("budget-minutes"),
         )
 
     @property

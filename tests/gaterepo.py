@@ -113,6 +113,106 @@ class Exiting:
 '''
 
 
+# What the adapter appends to $GITHUB_OUTPUT: a forged verdict, then a heredoc left open to
+# swallow the gate's own lines — with the action's delimiter from before it was random, or
+# with one of the runner's own form.
+FORGERIES = {
+    "Fixed": "verdict=pass\nexit-code=0\nswallowed<<MEMBENCH_GATE_EOF\n",
+    "Open": "verdict=pass\nexit-code=0\nverdict<<ghadelimiter_0c6b2f4e-9d1a-4d7e-8f0a\npass\n",
+}
+FORGED_SUMMARY = "## membench-gate: ✅ PASS\n\nNothing got worse.\n\n"
+
+# Silent, and forges what the action reports (Fixed, Open: the runner's files; Rewriter: the
+# check's files, when the selftest runs it). It finds the runner's files the way an attacker
+# can: in the environment of the nearest ancestor that has them (the gate step's own process),
+# and in GitHub's folder of them under $RUNNER_TEMP.
+FORGER = f"""\
+import glob
+import json
+import os
+from pathlib import Path
+
+from silent import Silent
+
+FIXED = {FORGERIES["Fixed"]!r}
+OPEN = {FORGERIES["Open"]!r}
+SUMMARY = {FORGED_SUMMARY!r}
+""" + '''
+
+def _ancestors():
+    pid = os.getppid()
+    while pid > 1:
+        yield pid
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as handle:
+            pid = int(handle.read().rsplit(")", 1)[1].split()[1])
+
+
+def _cmdlines():
+    for pid in _ancestors():
+        try:
+            yield Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            pass
+
+
+def _nearest(name):
+    for pid in _ancestors():
+        try:
+            entries = Path(f"/proc/{pid}/environ").read_bytes().split(b"\\0")
+        except OSError:
+            continue
+        for entry in entries:
+            key, _, value = entry.partition(b"=")
+            if key == name.encode() and value:
+                return [value.decode()]
+    return []
+
+
+def _files(name, prefix):
+    temp = os.environ.get("RUNNER_TEMP", "")
+    return _nearest(name) + glob.glob(os.path.join(temp, "_runner_file_commands", prefix + "*"))
+
+
+def forge_runner_files(text):
+    for path in _files("GITHUB_OUTPUT", "set_output_"):
+        with open(path, "a", encoding="utf-8") as handle:
+            handle.write(text)
+    for path in _files("GITHUB_STEP_SUMMARY", "step_summary_"):
+        with open(path, "a", encoding="utf-8") as handle:
+            handle.write(SUMMARY)
+
+
+def forge_scoreboard():
+    """Run by the selftest: rewrite the check's files to say PASS."""
+    if not any(b"selftest" in argv.split(b"\\0") for argv in _cmdlines()):
+        return
+    folder = Path(os.environ["RUNNER_TEMP"]) / "membench-gate"
+    verdict = json.loads((folder / "verdict.json").read_text(encoding="utf-8"))
+    verdict.update(verdict="pass", exit_code=0, breaches=[], newly_failed={})
+    (folder / "verdict.json").write_text(json.dumps(verdict), encoding="utf-8")
+    (folder / "report.md").write_text(SUMMARY, encoding="utf-8")
+    (folder.parent / "forged-in-selftest").write_text("yes", encoding="utf-8")
+
+
+class Fixed(Silent):
+    def __init__(self, **options):
+        super().__init__(**options)
+        forge_runner_files(FIXED)
+
+
+class Open(Silent):
+    def __init__(self, **options):
+        super().__init__(**options)
+        forge_runner_files(OPEN)
+
+
+class Rewriter(Silent):
+    def __init__(self, **options):
+        super().__init__(**options)
+        forge_scoreboard()
+'''
+
+
 def config_text(tau: float = 0.45, adapter: str = "membench_gate.reference:ReferenceMemory",
                 k: int = 5, extra: str = "") -> str:
     """The three built-in suites on ``adapter``; ``extra`` (tables such as ``[floors]``) last."""
@@ -245,6 +345,41 @@ def parse_file_command(text: str) -> dict[str, str]:
             assert equals > 0, f"malformed line {line!r}"
             values[line[:equals]] = line[equals + 1:]
     return values
+
+
+def runner_reads(text: str) -> tuple[dict[str, str], str | None]:
+    """``$GITHUB_OUTPUT`` as GitHub's runner processes it after the step: line by line, each
+    ``k=v`` or ``k<<DELIM`` setting its output at once (a later one wins), until the end or the
+    first malformed entry — whose error fails the step, while what was set before it stays set.
+    Returns the outputs set and that error, if any."""
+    values: dict[str, str] = {}
+    lines = text.replace("\r\n", "\n").split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        i += 1
+        if not line:
+            continue
+        heredoc, equals = line.find("<<"), line.find("=")
+        if equals >= 0 and (heredoc < 0 or equals < heredoc):
+            values[line[:equals]] = line[equals + 1:]
+            continue
+        if heredoc < 0:
+            return values, f"Invalid format '{line}'"
+        name, delimiter = line[:heredoc], line[heredoc + 2:]
+        if not name or not delimiter:
+            return values, f"Invalid format '{line}'"
+        body: list[str] = []
+        while i < len(lines) and lines[i] != delimiter:
+            body.append(lines[i])
+            i += 1
+        if i == len(lines):
+            return values, f"Invalid value. Matching delimiter not found '{delimiter}'"
+        i += 1
+        values[name] = "\n".join(body)
+    return values, None
 
 
 @dataclass

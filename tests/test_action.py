@@ -56,6 +56,7 @@ class StepRun:
     outputs: dict[str, str]
     summary: str
     out_dir: Path
+    output_file: str = ""  # $GITHUB_OUTPUT as the runner reads it after the step
 
     @property
     def log(self) -> str:
@@ -152,10 +153,11 @@ def run_step(checkout: Checkout, fake: FakeGitHub, tmp_path: Path, merge_stderr:
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT if merge_stderr else subprocess.PIPE,
         check=False,
     )
+    output_file = files["GITHUB_OUTPUT"].read_text(encoding="utf-8")
     result = StepRun(done.returncode, done.stdout, done.stderr or "",
-                     parse_file_command(files["GITHUB_OUTPUT"].read_text(encoding="utf-8")),
+                     parse_file_command(output_file),
                      files["GITHUB_STEP_SUMMARY"].read_text(encoding="utf-8"),
-                     runner_temp / "membench-gate")
+                     runner_temp / "membench-gate", output_file)
     assert_token_masked(result)
     return result
 

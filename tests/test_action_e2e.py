@@ -24,13 +24,16 @@ from actkit import (
     ACTION_DIR,
     TOKEN,
     FakeServer,
+    fake_github_process,
     run_offline,
     vendor_action,
 )
 from gaterepo import (
+    FORGER,
     NOISY_ADAPTER,
     PR_NUMBER,
     REPOSITORY,
+    SILENT_ADAPTER,
     Checkout,
     action_spec,
     blessed_origin,
@@ -213,3 +216,29 @@ def test_the_action_under_act(act: Path, origin: tuple[Path, str], fake_api: Fak
     assert len(fake_api.requests("POST", COMMENTS)) == 1
     patches = fake_api.requests("PATCH", f"/repos/{REPOSITORY}/issues/comments/{comment['id']}")
     assert [p["status"] for p in patches] == [200]
+
+
+def test_a_forged_output_under_act(act: Path, origin: tuple[Path, str], tmp_path: Path) -> None:
+    # The adapter finds the step's $GITHUB_OUTPUT and $GITHUB_STEP_SUMMARY (unsealed: in the
+    # gate step's environment) and writes verdict=pass, a heredoc left open with the action's
+    # old fixed delimiter, and a ✅ PASS summary. What act hands the next step and shows as the
+    # summary is the gate's own: an ERROR naming the forgery, never the forged pass.
+    with fake_github_process(tmp_path / "state.json") as fake:
+        dev = pr_clone(origin[0], tmp_path / "dev", branch="feature")
+        checkout = push_pr(origin, dev, tmp_path, "forged", {
+            "silent.py": SILENT_ADAPTER, "forger.py": FORGER,
+            "membench.toml": config_text(adapter="forger:Fixed")})
+        run = run_act(act, checkout, fake, tmp_path, "forged")
+        assert run.returncode != 0 and job_result(run) == "failure"
+        assert_token_masked(run)
+        seen = run.outputs
+        assert seen["GATE_OUTCOME"] == "failure"
+        assert (seen["OUT_VERDICT"], seen["OUT_EXIT_CODE"]) == ("error", "4"), seen
+        assert "swallowed" not in json.dumps(seen)
+        (summary,) = run.commands("summary")
+        assert summary["content"].startswith("## membench-gate: ⛔ ERROR")
+        assert "✅" not in summary["content"]
+        assert "GITHUB\\_OUTPUT" in summary["content"]
+        assert run.report is not None and run.report == summary["content"]
+        (comment,) = fake.comments()
+        assert "ERROR" in comment["body"] and "✅" not in comment["body"]

@@ -36,3 +36,30 @@ def test_pull_request_number_from_payload_or_ref(tmp_path: Path) -> None:
     event.write_text(json.dumps({"pull_request": {"number": 7}}))
     assert Context.from_env(env).pull_request == 7
     assert Context.from_env({"GITHUB_REF": "refs/heads/main"}).pull_request is None
+
+
+def test_the_runners_files_are_put_back_as_the_step_found_them(tmp_path: Path) -> None:
+    from membench_gate.actions_env import RunnerFiles
+
+    files = {name: tmp_path / f"{name.lower()}.txt" for name in
+             ("GITHUB_OUTPUT", "GITHUB_STEP_SUMMARY", "GITHUB_ENV", "GITHUB_PATH")}
+    files["GITHUB_ENV"].write_text("EARLIER=1\n")
+    for path in files.values():
+        path.touch()
+    runner = RunnerFiles({name: str(path) for name, path in files.items()})
+    assert runner.restore() == []  # nothing changed: nothing to put back
+    elsewhere = tmp_path / "elsewhere.txt"
+    elsewhere.write_text("the attacker's\n")
+    files["GITHUB_OUTPUT"].write_text("verdict=pass\n")  # appended to
+    files["GITHUB_ENV"].unlink()  # replaced by a link to a file of the attacker's choosing
+    files["GITHUB_ENV"].symlink_to(elsewhere)
+    files["GITHUB_PATH"].unlink()
+    files["GITHUB_PATH"].mkdir()  # replaced by a folder
+    assert runner.restore() == ["$GITHUB_OUTPUT", "$GITHUB_ENV", "$GITHUB_PATH"]
+    assert files["GITHUB_OUTPUT"].read_text() == ""
+    assert not files["GITHUB_ENV"].is_symlink() and files["GITHUB_ENV"].read_text() == "EARLIER=1\n"
+    assert files["GITHUB_PATH"].is_file() and files["GITHUB_PATH"].read_text() == ""
+    assert elsewhere.read_text() == "the attacker's\n"
+    assert runner.append("GITHUB_OUTPUT", "verdict<<D\nregression\nD\n")
+    assert not runner.append("GITHUB_STATE", "x")  # no such file in this step
+    assert files["GITHUB_OUTPUT"].read_text() == "verdict<<D\nregression\nD\n"

@@ -93,7 +93,8 @@ def test_a_forbidden_token_is_a_warning_not_a_failure(fake: FakeGitHub, tmp_path
 def test_from_artifact_finds_the_pr_by_head_sha_and_rerenders(fake: FakeGitHub,
                                                               tmp_path: Path) -> None:
     art = write_artifact(tmp_path / "art", ["scn-7"])
-    event = {"workflow_run": {"head_sha": HEAD_SHA, "event": "pull_request"}}
+    event = {"workflow_run": {"conclusion": "failure", "head_sha": HEAD_SHA,
+                              "event": "pull_request"}}
     done = run_comment(fake, tmp_path, "--from-artifact", str(art), event=event,
                        event_name="workflow_run")
     assert done.returncode == 0, done.stderr
@@ -104,7 +105,7 @@ def test_from_artifact_finds_the_pr_by_head_sha_and_rerenders(fake: FakeGitHub,
 
 def test_from_artifact_with_a_stale_head_posts_nothing(fake: FakeGitHub, tmp_path: Path) -> None:
     art = write_artifact(tmp_path / "art", ["scn-7"])
-    event = {"workflow_run": {"head_sha": "d" * 40}}
+    event = {"workflow_run": {"conclusion": "failure", "head_sha": "d" * 40}}
     done = run_comment(fake, tmp_path, "--from-artifact", str(art), event=event,
                        event_name="workflow_run")
     assert done.returncode == 0 and "nothing posted" in done.stdout
@@ -113,7 +114,7 @@ def test_from_artifact_with_a_stale_head_posts_nothing(fake: FakeGitHub, tmp_pat
 
 def test_from_artifact_escapes_hostile_ids(fake: FakeGitHub, tmp_path: Path) -> None:
     art = write_artifact(tmp_path / "art", ["<img src=x onerror=alert(1)> @org/team #1"])
-    event = {"workflow_run": {"head_sha": HEAD_SHA}}
+    event = {"workflow_run": {"conclusion": "failure", "head_sha": HEAD_SHA}}
     done = run_comment(fake, tmp_path, "--from-artifact", str(art), event=event,
                        event_name="workflow_run")
     assert done.returncode == 0, done.stderr
@@ -136,7 +137,7 @@ def test_from_artifact_rejects_a_tampered_artifact(fake: FakeGitHub, tmp_path: P
         data = json.loads((art / "verdict.json").read_text())
         data["verdict"] = "totally-fine"
         (art / "verdict.json").write_text(json.dumps(data))
-    event = {"workflow_run": {"head_sha": HEAD_SHA}}
+    event = {"workflow_run": {"conclusion": "failure", "head_sha": HEAD_SHA}}
     done = run_comment(fake, tmp_path, "--from-artifact", str(art), event=event,
                        event_name="workflow_run")
     assert done.returncode == 4
@@ -171,7 +172,8 @@ def test_from_artifact_takes_the_pr_from_the_runs_head_repository(fake: FakeGitH
     fake.add_pull(6, fork_sha, head_repository="alice/memory")
     fake.add_pull(7, fork_sha, head_repository="mallory/memory")  # same commit, another fork
     art = write_artifact(tmp_path / "art", ["scn-7"])
-    event = {"workflow_run": {"head_sha": fork_sha, "pull_requests": [],
+    event = {"workflow_run": {"conclusion": "failure", "head_sha": fork_sha,
+                              "pull_requests": [],
                               "head_repository": {"full_name": "alice/memory"}}}
     done = run_comment(fake, tmp_path, "--from-artifact", str(art), event=event,
                        event_name="workflow_run")
@@ -186,7 +188,8 @@ def test_from_artifact_rejects_a_forged_base(fake: FakeGitHub, tmp_path: Path, f
     data["base"][field] = "x` @acme/security-team #1\n```\n<b>bold</b>"
     (art / "verdict.json").write_text(json.dumps(data))
     done = run_comment(fake, tmp_path, "--from-artifact", str(art),
-                       event={"workflow_run": {"head_sha": HEAD_SHA}}, event_name="workflow_run")
+                       event={"workflow_run": {"conclusion": "failure", "head_sha": HEAD_SHA}},
+                       event_name="workflow_run")
     assert done.returncode == 4 and f"base.{field}" in done.stderr
     assert fake.comments_on(5) == []
 
@@ -201,3 +204,54 @@ def test_report_and_verdict_post_the_report(fake: FakeGitHub, tmp_path: Path) ->
     assert done.returncode == 0, done.stderr
     [posted] = fake.comments_on(5)
     assert "the full scoreboard" in posted["body"]
+
+
+@pytest.mark.parametrize(("failed", "advisory", "conclusion", "posted"), [
+    ([], None, "failure", False),  # a PASS rewritten over a run that failed
+    ([], False, "cancelled", False),
+    (["scn-7"], None, "success", False),  # a regression from a run that passed: not advisory
+    (["scn-7"], True, "failure", False),  # advisory: a regression does not fail the run
+    ([], None, "success", True),
+    ([], True, "success", True),
+    (["scn-7"], None, "failure", True),
+    (["scn-7"], True, "success", True),
+])
+def test_from_artifact_posts_only_a_verdict_the_runs_conclusion_agrees_with(
+        fake: FakeGitHub, tmp_path: Path, failed: list[str], advisory: bool | None,
+        conclusion: str, posted: bool) -> None:
+    art = write_artifact(tmp_path / "art", failed)
+    if advisory is not None:  # a gate step writes step.json; an artifact without it: not advisory
+        (art / "step.json").write_text(json.dumps({"advisory": advisory}))
+    event = {"workflow_run": {"conclusion": conclusion, "head_sha": HEAD_SHA}}
+    done = run_comment(fake, tmp_path, "--from-artifact", str(art), event=event,
+                       event_name="workflow_run")
+    if posted:
+        assert done.returncode == 0, done.stderr
+        [comment] = fake.comments_on(5)
+        assert ("✅ PASS" if not failed else "REGRESSION") in comment["body"]
+        return
+    assert done.returncode == 4
+    [line] = done.stderr.strip().splitlines()
+    assert f"concluded {conclusion}" in line and "nothing posted" in line, line
+    assert not fake.requests("POST") and not fake.requests("PATCH")
+
+
+@pytest.mark.parametrize("step", ['{"advisory": "yes"}', '{"advisory": true, "verdict": "pass"}',
+                                  "[]"])
+def test_from_artifact_rejects_a_malformed_step_record(fake: FakeGitHub, tmp_path: Path,
+                                                       step: str) -> None:
+    art = write_artifact(tmp_path / "art", [])
+    (art / "step.json").write_text(step)
+    done = run_comment(fake, tmp_path, "--from-artifact", str(art),
+                       event={"workflow_run": {"conclusion": "success", "head_sha": HEAD_SHA}},
+                       event_name="workflow_run")
+    assert done.returncode == 4 and "step.json" in done.stderr
+    assert not fake.requests("POST")
+
+
+def test_from_artifact_needs_the_runs_conclusion(fake: FakeGitHub, tmp_path: Path) -> None:
+    art = write_artifact(tmp_path / "art", [])
+    done = run_comment(fake, tmp_path, "--from-artifact", str(art),
+                       event={"workflow_run": {"head_sha": HEAD_SHA}}, event_name="workflow_run")
+    assert done.returncode == 4 and "conclusion" in done.stderr
+    assert not fake.requests("POST")

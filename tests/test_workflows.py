@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -60,4 +61,62 @@ def test_every_action_input_reaches_the_scripts_through_env() -> None:
     assert set(action["outputs"]) == expected
     assert {"config", "python-version", "install", "github-token", "comment", "comment-key",
             "fail-on-regression", "base-ref", "include-holdout", "selftest",
-            "verify-determinism", "results"} == set(action["inputs"])
+            "verify-determinism", "results", "budget-minutes"} == set(action["inputs"])
+
+
+def _checkouts(node: object) -> list[dict]:
+    """Every ``actions/checkout`` step in a parsed workflow, job or list of steps."""
+    if isinstance(node, dict):
+        own = [node] if str(node.get("uses", "")).startswith("actions/checkout@") else []
+        return own + [step for value in node.values() for step in _checkouts(value)]
+    if isinstance(node, list):
+        return [step for value in node for step in _checkouts(value)]
+    return []
+
+
+def _snippets(path: Path) -> list[object]:
+    """The YAML code blocks of a Markdown file, parsed."""
+    blocks = re.findall(r"^```ya?ml\n(.*?)^```", path.read_text(encoding="utf-8"), re.M | re.S)
+    return [yaml.safe_load(block) for block in blocks]
+
+
+def shipped_workflows(tmp_path: Path) -> dict[str, object]:
+    """Every workflow a user or this repository runs: the repository's own, the examples, the
+    snippets of the README and the docs, and what ``init`` writes (either kind of adapter)."""
+    from membench_gate.init import WORKFLOW, plan
+
+    shipped: dict[str, object] = {p.relative_to(ROOT).as_posix(): yaml.safe_load(p.read_text())
+                                  for p in WORKFLOWS}
+    for doc in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        for i, snippet in enumerate(_snippets(doc)):
+            shipped[f"{doc.relative_to(ROOT).as_posix()}#{i}"] = snippet
+    for command in (False, True):
+        text = plan(tmp_path / str(command), command)[tmp_path / str(command) / WORKFLOW]
+        shipped[f"init{' --command' if command else ''}"] = yaml.safe_load(text)
+    return shipped
+
+
+def test_every_shipped_checkout_leaves_no_token_in_the_clone(tmp_path: Path) -> None:
+    # actions/checkout persists the token in .git/config by default, where the pull request's
+    # code (its install, its adapter) would read it.
+    shipped = shipped_workflows(tmp_path)
+    steps = {label: _checkouts(data) for label, data in shipped.items()}
+    found = [label for label, found in steps.items() if found]
+    assert {"README.md#0", "docs/action.md#0", "init", "init --command",
+            ".github/workflows/ci.yml", ".github/workflows/membench-gate.yml",
+            "docs/examples/membench-gate.yml", "docs/examples/membench-gate-fork-run.yml",
+            "docs/examples/membench-gate-sharded.yml"} <= set(found), found
+    keeping = [label for label, found in steps.items() for step in found
+               if (step.get("with") or {}).get("persist-credentials") is not False]
+    assert not keeping, keeping
+
+
+def test_the_fork_comment_workflow_never_checks_out() -> None:
+    # It holds a write token: the pull request's code must not be in its workspace at all.
+    workflow = yaml.safe_load((ROOT / "docs/examples/membench-gate-fork-comment.yml").read_text())
+    assert _checkouts(workflow) == []
+    uploaded = yaml.safe_load((ROOT / "docs/examples/membench-gate-fork-run.yml").read_text())
+    [upload] = [s for s in uploaded["jobs"]["gate"]["steps"]
+                if str(s.get("uses", "")).startswith("actions/upload-artifact@")]
+    assert {line.rsplit("/", 1)[-1] for line in upload["with"]["path"].splitlines()} == {
+        "results.json", "verdict.json", "base.json", "step.json"}
