@@ -202,7 +202,8 @@ class _Replay:
 
     def _recorded(self, asked: str) -> tuple[dict[str, Any], str] | None:
         """The record holding the answer to ``asked``, and where it is in the file."""
-        ident, _, cell = asked.partition(" in ")
+        # An id may hold " in " itself; a cell's name never does.
+        ident, cell = (asked, "") if asked in self.scored else asked.rpartition(" in ")[::2]
         if ident not in self.scored:
             return None  # asked but never scored (a holdout turn stays in a conversation)
         key = self.answers.get(cell)  # asked again for a derived cell: kept in the item's record
