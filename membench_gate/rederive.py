@@ -230,19 +230,20 @@ def _hits(raw: Any, where: str) -> list[Hit]:
         raise GateError(f"{where}: expected a list of hits, got {_shown(raw)}")
     hits = []
     for index, hit in enumerate(raw):
-        # (exact types: json.loads makes no subclasses, and this runs for every recorded hit)
-        if type(hit) is dict:
-            ident, score = hit.get("id"), hit.get("score")
-            text, entity, provenance = hit.get("text"), hit.get("entity"), hit.get("provenance")
-            if type(ident) is str and type(score) in (int, float) \
-                    and (text is None or type(text) is str) \
-                    and (entity is None or type(entity) is str) \
-                    and (provenance is None or type(provenance) is dict):
-                hits.append(Hit(ident, score, text, entity, provenance))
-                continue
-        raise GateError(f"{where}[{index}]: expected {{\"id\": str, \"score\": number}} with "
-                        f"text and entity strings and provenance an object, or null; got "
-                        f"{_shown(hit)}")
+        # Built first, checked after: this runs for every recorded hit, and the keyword call
+        # refuses any key a hit cannot have. (Exact types: json.loads makes no subclasses.)
+        try:
+            made = Hit(**hit)
+        except TypeError:
+            made = None
+        if made is None or type(made.id) is not str or type(made.score) not in (int, float) \
+                or not (made.text is None or type(made.text) is str) \
+                or not (made.entity is None or type(made.entity) is str) \
+                or not (made.provenance is None or type(made.provenance) is dict):
+            raise GateError(f"{where}[{index}]: expected {{\"id\": str, \"score\": number}} with "
+                            f"text and entity strings and provenance an object, or null; got "
+                            f"{_shown(hit)}")
+        hits.append(made)
     return hits
 
 
