@@ -137,11 +137,17 @@ def _replay_suite(label: str, name: str, options: SuiteOptions, config: Config,
     session = _Replay(label, name, results.items, set(scored.digests))
     try:
         return fixtures, registry()[name].run(scored, session, options, None)
-    except GateError as exc:
+    except _Unreadable:
+        raise
+    except GateError as exc:  # (a suite's own check of an answer, such as a hit without text)
         raise GateError(f"{label}: the recorded answers of suite {name}: {exc}") from exc
 
 
 _CAPABLE = SimpleNamespace(push=True, write=True)
+
+
+class _Unreadable(GateError):
+    """A recorded answer that is not an answer (named by its place in the file)."""
 
 
 class _Replay:
@@ -185,7 +191,7 @@ class _Replay:
         record, where = found
         abstained = record.get("abstained")
         if not isinstance(abstained, bool):
-            raise GateError(f"{self.label}: {where}.abstained: expected true or false, got "
+            raise _Unreadable(f"{self.label}: {where}.abstained: expected true or false, got "
                             f"{_shown(abstained)}")
         return Answer(_hits(record.get("hits"), f"{self.label}: {where}.hits"), abstained)
 
@@ -196,7 +202,7 @@ class _Replay:
         record, where = found
         injected = record.get("injected")
         if not isinstance(injected, list) or not all(isinstance(i, str) for i in injected):
-            raise GateError(f"{self.label}: {where}.injected: expected a list of ids, got "
+            raise _Unreadable(f"{self.label}: {where}.injected: expected a list of ids, got "
                             f"{_shown(injected)}")
         return list(injected)
 
@@ -213,11 +219,11 @@ class _Replay:
         if key is not None and isinstance(record, dict):
             record, where = record.get(key), f"{where}.{key}"
             if record is None:
-                raise GateError(f"{self.label}: {where}: missing (the answer {cell} got)")
+                raise _Unreadable(f"{self.label}: {where}: missing (the answer {cell} got)")
         if record is None:
             return None
         if not isinstance(record, dict):
-            raise GateError(f"{self.label}: {where}: expected an object, got {_shown(record)}")
+            raise _Unreadable(f"{self.label}: {where}: expected an object, got {_shown(record)}")
         return record, where
 
 
@@ -227,7 +233,7 @@ def _hits(raw: Any, where: str) -> list[Hit]:
     from membench_gate.adapter import Hit
 
     if not isinstance(raw, list):
-        raise GateError(f"{where}: expected a list of hits, got {_shown(raw)}")
+        raise _Unreadable(f"{where}: expected a list of hits, got {_shown(raw)}")
     hits = []
     for index, hit in enumerate(raw):
         # Built first, checked after: this runs for every recorded hit, and the keyword call
@@ -240,7 +246,7 @@ def _hits(raw: Any, where: str) -> list[Hit]:
                 or not (made.text is None or type(made.text) is str) \
                 or not (made.entity is None or type(made.entity) is str) \
                 or not (made.provenance is None or type(made.provenance) is dict):
-            raise GateError(f"{where}[{index}]: expected {{\"id\": str, \"score\": number}} with "
+            raise _Unreadable(f"{where}[{index}]: expected {{\"id\": str, \"score\": number}} with "
                             f"text and entity strings and provenance an object, or null; got "
                             f"{_shown(hit)}")
         hits.append(made)

@@ -267,6 +267,23 @@ def test_the_shuffled_control_is_judged_from_its_recorded_answer(
                    '(judged_shuffled is "correct", they give ')
 
 
+@pytest.mark.parametrize(("cell", "field", "value", "words"), [
+    ("veto/files_known", "hits", "dec-001", "hits: expected a list of hits"),
+    ("recall/temporal", "abstained", None, "abstained: expected true or false"),
+    ("abstention/default", "shuffled", None,
+     "shuffled: missing (the answer abstention/control_shuffled got)"),
+])
+def test_an_unreadable_recorded_answer_is_named(repo: Path, honest: dict[str, Any], cell: str,
+                                                field: str, value: Any, words: str) -> None:
+    item = min(honest["items"][cell])
+    if value is None:
+        del honest["items"][cell][item][field]
+    else:
+        honest["items"][cell][item][field] = value
+    assert_refused(check_results(repo, write(repo, "answer.json", honest)),
+                   f"answer.json: items.{cell}.{item}.{words}")
+
+
 # -- items and digests against the fixtures ---------------------------------------------------------
 
 def test_a_deleted_item_is_named(repo: Path, honest: dict[str, Any]) -> None:
