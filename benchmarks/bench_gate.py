@@ -13,7 +13,8 @@ against `dvc metrics diff`.
    holding one run of the built-in suites: ours its blessed baseline on main and the run's results
    file in the working tree; dvc's the run's metrics (every cell's) committed on main and changed
    in the working tree. dvc compares the numbers; the check also validates the whole results file
-   (items included), hashes the fixtures and compares items and digests (goal: ≤ 1/3). dvc is in
+   (items included), hashes the fixtures, re-derives the file (loads the fixtures and replays
+   every suite on the recorded answers) and compares items and digests (goal: ≤ 1/3). dvc is in
    the `bench` extra (`pip install -e .[bench]`); pass its path with --dvc when it lives
    elsewhere. Also timed, as the floor: an interpreter that imports pydantic and builds one model.
 

@@ -150,7 +150,13 @@ def base_invariants(inputs: Inputs, actual: Results) -> dict[str, Cell]:
 
 def read_results(path: Path, config: Config) -> tuple[Results, list[str]]:
     """A results file from an earlier run, and why it cannot stand for this working tree (another
-    config, other fixtures or scorer) — empty when it can."""
+    config, other fixtures or scorer) — empty when it can.
+
+    The file is re-derived, not trusted: its cells must follow from its item records and, when it
+    is of this working tree's measurement, its items from their recorded answers and the
+    fixtures (:mod:`membench_gate.rederive`); a disagreement is a ``GateError``."""
+    from membench_gate.rederive import rederive
+
     results = parse_results(read_file(path), str(path))
     if results.receipt.shard is not None:
         raise GateError(f"{path}: receipt.shard: shard {results.receipt.shard} of a run, not a "
@@ -162,6 +168,9 @@ def read_results(path: Path, config: Config) -> tuple[Results, list[str]]:
     elif measurement_hash(config) != results.fixtures_hash:
         reasons.append(f"{path} was produced on other fixtures or another scorer version (its "
                        "fixtures_hash differs from the working tree's)")
+    # Under another measurement the working tree's fixtures say nothing of the items: the cells
+    # are still recomputed from them.
+    rederive(str(path), results, None if reasons else config)
     return results, reasons
 
 

@@ -137,7 +137,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
                            help="results files of run --shard I/N, one per shard")
         merge.add_argument("--out", type=Path, required=True, metavar="FILE",
                            help="merged results file to write (JSON)")
-        merge.add_argument("--debug", action="store_true", help="show tracebacks")
+        _common(merge)  # --config: the fixtures every part's items are checked against
 
     if want("check"):
         check = commands.add_parser("check", help="run and gate against the base commit's baseline")
@@ -270,7 +270,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
-    from membench_gate.merge import load_parts, merge
+    from membench_gate.config import load_config
+    from membench_gate.merge import check_parts, load_parts, merge
     from membench_gate.results import dumps_results, write_atomic
     from membench_gate.summary import run_summary
 
@@ -278,7 +279,9 @@ def cmd_merge(args: argparse.Namespace) -> int:
         raise GateError(f"--out {args.out} is one of the parts to merge: write the merged "
                         "results to another file")  # (and a failed merge must not replace a part)
     try:
-        results = merge(load_parts(args.parts))
+        parts = load_parts(args.parts)
+        results = merge(parts)
+        check_parts(parts, load_config(args.config))
         write_atomic(args.out, dumps_results(results))
     except BaseException as exc:
         _replace_out(exc, args.out, None)

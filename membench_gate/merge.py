@@ -5,21 +5,34 @@ never averaged from the shards' metrics, so the merged file is byte-identical to
 apart from its receipt. A merge refuses anything that would not give that guarantee: parts of
 different measurements (``fixtures_hash``, ``config``) or commits, a part that is not a shard, a
 shard given twice or missing, an item in two parts or in the wrong shard, and a part whose own
-cells do not follow from its items.
+cells do not follow from its items. :func:`check_parts` then holds each part to the working
+tree's fixtures: every item record must follow from the answer it recorded, and the ids and
+digests must be the fixtures' (:mod:`membench_gate.rederive`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from membench_gate import __version__
-from membench_gate.config import parse_suite_options
 from membench_gate.errors import GateError
-from membench_gate.results import Cell, Receipt, Results, normalize, parse_results, read_file
+from membench_gate.rederive import check_cells, records_by_suite, rederive, score
+from membench_gate.results import (
+    Cell,
+    Receipt,
+    Results,
+    canonical_dumps,
+    normalize,
+    parse_results,
+    read_file,
+)
 from membench_gate.shard import Shard, parse_shard
-from membench_gate.suites import Records, SuiteRun, registry
+from membench_gate.suites import Records
+
+if TYPE_CHECKING:
+    from membench_gate.config import Config
 
 # What merge recomputes or writes anew; every other field (schema_version, fixtures_hash,
 # config, …) must be the same in every part.
@@ -67,56 +80,16 @@ def _check_same(parts: Sequence[tuple[str, Results, Shard]]) -> None:
                             f"{first_label} ({first.receipt.git_sha}): shards of different commits")
 
 
-def _suite_of(label: str, cell: str, results: Results) -> str:
-    suite = cell.split("/", 1)[0]
-    if suite not in results.config.get("suites", {}) or suite not in registry():
-        raise GateError(f"{label}: cells.{cell}: suite {suite!r} is not enabled in the part's config")
-    return suite
-
-
-def _score(suite: str, records: Records, recorded: Any, label: str) -> SuiteRun:
-    """The suite's cells from ``records``, under the options the part's config ``recorded``."""
-    options = parse_suite_options(suite, recorded, f"{label}: config")
-    try:
-        return registry()[suite].score(records, options)
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise GateError(f"{label}: suite {suite}: the item records lack what the suite scores "
-                        f"from ({type(exc).__name__}: {exc})") from exc
-
-
-def _cells(run: SuiteRun) -> dict[str, Any]:
-    return {name: normalize({"metrics": c.metrics, "gold_total": c.gold_total, "failed": c.failed})
-            for name, c in run.cells.items()}
-
-
 def _records(label: str, results: Results, shard: Shard) -> dict[str, Records]:
     """The part's item records by suite (derived cells left out), each checked to be the shard's."""
-    by_suite: dict[str, Records] = {}
-    for cell in results.cells:
-        _suite_of(label, cell, results)
-    for cell, items in results.items.items():
-        suite = _suite_of(label, cell, results)
-        if cell in getattr(registry()[suite], "DERIVED", ()):
-            continue
-        for ident in items:
-            if not shard.holds(suite, ident):
-                raise GateError(f"{label}: items.{cell}: item {ident!r} is not in shard {shard}")
-        by_suite.setdefault(suite, {})[cell] = items
+    by_suite = records_by_suite(label, results)
+    for suite, cells in by_suite.items():
+        for cell, items in cells.items():
+            for ident in items:
+                if not shard.holds(suite, ident):
+                    raise GateError(f"{label}: items.{cell}: item {ident!r} is not in shard "
+                                    f"{shard}")
     return by_suite
-
-
-def _check_part(label: str, results: Results, records: dict[str, Records]) -> None:
-    """A part's own cells must follow from its own items (no edited or foreign parts)."""
-    recomputed: dict[str, Any] = {}
-    for suite, suite_records in records.items():
-        recomputed.update(_cells(_score(suite, suite_records, results.config["suites"][suite],
-                                        label)))
-    stated = {name: normalize(cell.model_dump()) for name, cell in results.cells.items()}
-    if stated != recomputed:
-        cell = next((c for c in sorted({*stated, *recomputed})
-                     if stated.get(c) != recomputed.get(c)), "?")
-        raise GateError(f"{label}: cells.{cell}: does not follow from the part's items (an edited "
-                        f"file, or a part from another scorer)")
 
 
 def merge(parts: Sequence[tuple[str, Results]]) -> Results:
@@ -131,7 +104,7 @@ def merge(parts: Sequence[tuple[str, Results]]) -> Results:
     digests: dict[str, dict[str, str]] = {}
     for label, results, shard in sharded:
         part_records = _records(label, results, shard)
-        _check_part(label, results, part_records)
+        check_cells(label, results, part_records)  # no edited or foreign parts
         for suite, cells in part_records.items():
             for cell, items in cells.items():
                 # Disjoint: each part holds only its own shard's items, and no shard comes twice.
@@ -141,7 +114,7 @@ def merge(parts: Sequence[tuple[str, Results]]) -> Results:
     cells: dict[str, Cell] = {}
     items: dict[str, dict[str, dict[str, Any]]] = {}
     for suite in sorted(records):
-        run = _score(suite, records[suite], first.config["suites"][suite], "merge")
+        run = score(suite, records[suite], first.config["suites"][suite], "merge")
         for name, cell in run.cells.items():
             cells[name] = Cell(metrics=cell.metrics, gold_total=cell.gold_total, failed=cell.failed)
         items.update(run.items)
@@ -153,6 +126,25 @@ def merge(parts: Sequence[tuple[str, Results]]) -> Results:
                     for cell in cells if cell in digests},
         "receipt": _receipt([results for _, results, _ in sharded], count),
     })
+
+
+def check_parts(parts: Sequence[tuple[str, Results]], config: Config) -> None:
+    """Each part against the fixtures of ``config`` (the working tree's): the parts must be of
+    its measurement, and every item of a part must follow from the answer it recorded, with every
+    gold item of the part's shard there and no other (:func:`membench_gate.rederive.rederive`)."""
+    from membench_gate.measurement import measurement_hash
+
+    label, first = parts[0]  # (merge found every part of one measurement)
+    measured = config.with_holdout(first.config.get("include_holdout") is True)
+    if canonical_dumps(first.config) != canonical_dumps(measured.record()):
+        raise GateError(f"{label}: config: the parts were produced under another config than "
+                        f"{config.path.name} (suites, holdout or adapter differ): their items "
+                        "cannot be checked against its fixtures")
+    if first.fixtures_hash != measurement_hash(measured):
+        raise GateError(f"{label}: fixtures_hash differs from the working tree's: the parts were "
+                        "produced on other fixtures or another scorer version")
+    for label, results in parts:
+        rederive(label, results, measured, _shard(label, results))
 
 
 def _receipt(parts: Sequence[Results], count: int) -> Receipt:

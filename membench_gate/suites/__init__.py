@@ -18,6 +18,12 @@ calls the same ``score`` on the records of several shards, so an exact merge nee
 definition of any metric. Records hold what a metric is computed from as integers, booleans and
 strings (a rank, not a reciprocal rank), never as floats the results file would round. Cells a
 suite derives from other cells' records (the abstention controls) are listed in ``DERIVED``.
+
+Every record also keeps the answer it was scored on (``hits`` and ``abstained``, or ``injected``
+for push; an answer asked again for a derived cell under the key the suite's ``ANSWERS`` names),
+and ``run`` reads nothing of the adapter but those answers: a results file is re-derived by
+replaying ``run`` with a session that gives each item its recorded answer
+(:mod:`membench_gate.rederive`).
 """
 
 from __future__ import annotations

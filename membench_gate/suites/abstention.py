@@ -32,6 +32,9 @@ if TYPE_CHECKING:  # only for annotations: checking a results file never imports
 SCORER_VERSION = SCORER_VERSIONS["abstention"]
 # The controls are judged from the records of abstention/default: a merge recomputes them.
 DERIVED = DERIVED_CELLS
+# The shuffled control asks every probe again: each probe's record keeps that answer under this
+# key, so a results file re-derives the control's judgement (the floor-off control reads ``hits``).
+ANSWERS = {"abstention/control_shuffled": "shuffled"}
 
 
 def derangement(ids: list[str], seed: int) -> list[str]:
@@ -120,6 +123,8 @@ def run(fx: SuiteFixtures, session: SuiteSession, options: AbstentionOptions,
             # What the two controls made of this probe, so a merge of shards recomputes them.
             "judged_floor_off": _judge(probe, answer, k, False),
             "judged_shuffled": _judge(probe, shuffled[probe.id], k, True),
+            ANSWERS["abstention/control_shuffled"]: {"hits": hit_list(shuffled[probe.id].hits, k),
+                                                     "abstained": shuffled[probe.id].abstain},
         }
     return score({"abstention/default": records} if records else {}, options)
 

@@ -31,7 +31,6 @@ if TYPE_CHECKING:  # only for annotations: checking a results file never imports
     from membench_gate.rpc import SuiteSession
 
 SCORER_VERSION = SCORER_VERSIONS["writeback"]
-_SHOWN = 160  # characters of a hit's text kept in the per-item detail
 
 
 def same_entity(a: str | None, b: str | None) -> bool:
@@ -53,13 +52,10 @@ def _first_holding(hits: list[Hit], keywords: list[str], entity: str | None = No
 
 def _shown(answer: Answer, k: int) -> dict[str, Any]:
     """What came back, as items record it (``hits`` ranked, ``abstained``), with what the memory
-    wrote: each hit's text (cut), entity and provenance."""
-    hits = []
-    for hit in answer.hits[:k]:
-        text = hit.text or ""
-        hits.append({"id": hit.id, "score": hit.score,
-                     "text": text if len(text) <= _SHOWN else text[:_SHOWN] + "…",
-                     "entity": hit.entity, "provenance": hit.provenance})
+    wrote: each hit's whole text (a keyword past a cut could not be checked again when a results
+    file is re-derived), entity and provenance."""
+    hits = [{"id": hit.id, "score": hit.score, "text": hit.text, "entity": hit.entity,
+             "provenance": hit.provenance} for hit in answer.hits[:k]]
     return {"hits": hits, "abstained": answer.abstain}
 
 
