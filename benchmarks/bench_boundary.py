@@ -64,9 +64,9 @@ class DirectSession:
 
 
 class InProcess:
-    """What :func:`membench_gate.runner.run` is handed when the adapter was started early — its
-    handshake, client and process in one — with the memory built in the gate's own process, as
-    before the adapter boundary. Nothing to stop."""
+    """What :meth:`Config.launch` gives :func:`membench_gate.runner.run` — the handshake, client
+    and process in one — with the memory built in the gate's own process, as before the adapter
+    boundary. Nothing to stop."""
 
     name = "membench_gate.reference:ReferenceMemory"
 
@@ -89,7 +89,11 @@ class InProcess:
 
 
 def in_process(config: Any) -> None:
-    results = run(config, launched=InProcess(config))  # type: ignore[arg-type]
+    from unittest import mock
+
+    memory = InProcess(config)
+    with mock.patch.object(type(config), "launch", lambda self: memory):
+        results = run(config)
     run_summary(results, None)
 
 
