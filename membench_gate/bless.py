@@ -18,7 +18,7 @@ from membench_gate.config import Config, load_config
 from membench_gate.errors import GateError, describe
 from membench_gate.findings import DRAFT_REASON
 from membench_gate.gate import HARD_KINDS, breach_keys, decide, floors_of
-from membench_gate.invariants import prepare
+from membench_gate.invariants import measured_by, measured_in, prepare
 from membench_gate.justify import check_justification
 from membench_gate.results import Baseline, Justification, Results, dumps_baseline, write_atomic
 from membench_gate.runner import progress_reporter, run
@@ -79,10 +79,13 @@ def bless(config_path: Path, context: Context, *, justification: str | None = No
     base = _base(config, base_ref, context, config_path)
     committed = _readable_committed(config)
     read, preloaded = _results(config, results_path)
-    head_hash = read.fixtures_hash if read is not None else preloaded[0]
-    invariants = prepare(config, base, head_hash)
+    if read is not None:
+        invariants = prepare(config, base, read.fixtures_hash, measured_in(read))
+    else:
+        assert preloaded is not None
+        invariants = prepare(config, base, preloaded[0], measured_by(config, preloaded[1]))
     results = read if read is not None else run(config, progress_reporter(), preloaded=preloaded)
-    measured = invariants.measure(set(results.cells), progress_reporter()) if invariants else {}
+    measured = invariants.measure(progress_reporter()) if invariants else {}
     probe = decide(base.baseline, results.to_baseline(), results,
                    floors=floors_of(base.floors, config.floors), base_breaches=base.breaches,
                    base_invariants=measured)

@@ -95,7 +95,7 @@ def read_inputs(config: Config, context: Context, config_path: Path, base_ref: s
                 results_path: Path | None, git: Started | None = None) -> Inputs:
     """Read, in this order, the base commit (resolved with git) and what it holds, the
     committed baseline, and the fixtures or the results file — all before an adapter starts."""
-    from membench_gate.invariants import prepare
+    from membench_gate.invariants import measured_by, measured_in, prepare
 
     base = read_base(config, base_ref, context, config_arg=config_path, git=git)
     committed = read_committed(config, base)
@@ -105,15 +105,15 @@ def read_inputs(config: Config, context: Context, config_path: Path, base_ref: s
         results, reasons = read_results(results_path, config)
         if context.ci:
             reasons = _foreign_commit(results, config) + reasons
-        head_hash = results.fixtures_hash
+        head_hash, measured = results.fixtures_hash, measured_in(results)
     else:
         from membench_gate.runner import load_fixtures
 
         fixtures = load_fixtures(config)
-        head_hash = fixtures[0]
+        head_hash, measured = fixtures[0], measured_by(config, fixtures[1])
     if base.inconclusive:
         reasons.append(base.inconclusive)
-    invariants = None if reasons else prepare(config, base, head_hash)
+    invariants = None if reasons else prepare(config, base, head_hash, measured)
     return Inputs(base, committed, fixtures, results, reasons, invariants)
 
 
@@ -138,14 +138,14 @@ def _results(config: Config, inputs: Inputs, verify_determinism: bool) -> Result
     return results
 
 
-def base_invariants(inputs: Inputs, actual: Results) -> dict[str, Cell]:
-    """The base's invariant cells this run does not measure, measured now on the base's suite
-    tables and fixtures (rule 1); empty when every one is measured."""
+def base_invariants(inputs: Inputs) -> dict[str, Cell]:
+    """The base's invariant cells of the suites whose measurement this pull request changed or
+    dropped, measured now on the base's suite tables and fixtures (rule 1)."""
     if inputs.invariants is None or inputs.reasons:
         return {}
     from membench_gate.runner import progress_reporter
 
-    return inputs.invariants.measure(set(actual.cells), progress_reporter())
+    return inputs.invariants.measure(progress_reporter())
 
 
 def read_results(path: Path, config: Config) -> tuple[Results, list[str]]:
@@ -284,7 +284,7 @@ def _compare(config: Config, context: Context, config_path: Path, actual: Result
         committed_canonical=committed.canonical,
         base_breaches=base.breaches,
         base_config=base.has_config,
-        base_invariants=base_invariants(inputs, actual),
+        base_invariants=base_invariants(inputs),
     )
     if base.inconclusive:  # a base baseline exists but cannot be read: no mode can be named
         verdict.mode = None

@@ -26,7 +26,7 @@ from membench_gate.verdict import Breach, Breaches, ItemBreaches, Verdict
 INVARIANT, FLOOR, METRIC, MEASUREMENT, ITEMS = range(5)
 _GROUP_OF_KIND = {"zero": INVARIANT, "floor": FLOOR, "metric": METRIC, "metric-missing": METRIC,
                   "cell-missing": METRIC}
-_ITEM_WORDS = {"newly-failed": "newly failing", "item-removed": "removed while failing at base",
+_ITEM_WORDS = {"newly-failed": "newly failing", "item-removed": "removed from the fixtures",
                "item-changed": "changed (gated as removed and re-added)"}
 _NET = re.compile(r"^net_at_(\d+(?:\.\d+)?)$")
 _SAID_BY_NUMBERS = ("metric",)

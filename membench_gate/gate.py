@@ -73,26 +73,26 @@ def floors_of(base: Mapping[str, float], head: Mapping[str, float]) -> list[Floo
 
 def _invariants(actual: Baseline, base: Baseline | None,
                 base_invariants: Mapping[str, Cell] = EMPTY_CELLS) -> list[Breach]:
-    """Rule 1: zero-gated metrics must be 0 in every cell of this run, and in every cell the
-    base measured an invariant in that this run does not measure (``base_invariants``: those
-    cells measured on the base's suite table and fixtures)."""
-    found = []
-    extra = sorted((name, cell) for name, cell in base_invariants.items()
-                   if name not in actual.cells)
-    for cell_name, cell in [*sorted(actual.cells.items()), *extra]:
-        unmeasured = cell_name not in actual.cells
+    """Rule 1: zero-gated metrics must be 0 in every cell of this run, and in every invariant
+    cell of the base's suites this run changed or dropped (``base_invariants``: measured on the
+    base's suite tables and fixtures)."""
+    found: dict[str, Breach] = {}
+    runs = [(name, cell, "") for name, cell in sorted(actual.cells.items())] + [
+        (name, cell, " — measured with the base's suite table and fixtures, which this run "
+                     "changed or dropped") for name, cell in sorted(base_invariants.items())]
+    for cell_name, cell, where in runs:
         for name, value in sorted(cell.metrics.items()):
-            if metrics.gate_kind(cell_name, name) == "zero" and _rounded(value) > 0:
+            key = f"{cell_name}:{name}"
+            if metrics.gate_kind(cell_name, name) == "zero" and _rounded(value) > 0 \
+                    and key not in found:
                 before = base.cells.get(cell_name) if base else None
-                where = (" — measured with the base's suite table and fixtures, since this run "
-                         "no longer measures the cell") if unmeasured else ""
-                found.append(Breach(
-                    key=f"{cell_name}:{name}", kind="zero",
+                found[key] = Breach(
+                    key=key, kind="zero",
                     base=_rounded(before.metrics.get(name)) if before else None, head=_rounded(value),
                     detail=f"{name} must be 0 in every run; it is {round4(value)} "
                            f"(never waivable or blessable){where}",
-                ))
-    return found
+                )
+    return list(found.values())
 
 
 def _floors(actual: Baseline, floors: Iterable[Floor]) -> list[Breach]:
@@ -243,14 +243,19 @@ def _easing(base: Baseline, actual: Baseline, out: _Comparison) -> None:
         for bucket, ids in (("removed", removed), ("added", added), ("changed", changed)):
             if ids:
                 getattr(out.diff, bucket)[key] = ids
-        if removed:
-            shown = ", ".join(removed[:3]) + (f" (and {len(removed) - 3} more)"
-                                              if len(removed) > 3 else "")
+        # A corpus item is its content too: a changed one is the old one removed (and a new one
+        # added), so rewording the distractor that outranks a newly failing item is gated.
+        gone = sorted({*removed, *changed})
+        if gone:
+            shown = ", ".join(gone[:3]) + (f" (and {len(gone) - 3} more)" if len(gone) > 3 else "")
+            what = " and ".join(part for part in (
+                f"{len(removed)} removed" if removed else "",
+                f"{len(changed)} changed (the old content removed)" if changed else "") if part)
             out.breaches.append(Breach(
                 key=f"{suite}:corpus-removed", kind="corpus-removed",
                 base=len(base.corpus[suite]), head=len(actual.corpus[suite]),
-                detail=f"{len(removed)} corpus item{'s' if len(removed) > 1 else ''} removed "
-                       f"(fewer distractors make retrieval easier): {shown}"))
+                detail=f"corpus items {what}: fewer or other distractors can make retrieval "
+                       f"easier: {shown}"))
 
 
 def decide(
@@ -278,8 +283,8 @@ def decide(
     the base side (the baseline path moved): blessable breaches like the comparison's.
     ``base_config`` says the base commit has a gate config: then, in CI, a missing base
     baseline is BLESS REQUIRED, not a bootstrap (rule 10: only a PR bringing the gate itself
-    may introduce its first baseline). ``base_invariants`` are the cells with zero-gated
-    metrics the base measured and this run does not, measured with the base's suite table and
+    may introduce its first baseline). ``base_invariants`` are the base's cells with zero-gated
+    metrics whose suite this run changed or dropped, measured with the base's suite table and
     fixtures (rule 1: an invariant cannot be unmeasured).
     """
     reasons = list(inconclusive)
@@ -305,14 +310,13 @@ def decide(
                               "baseline on the base branch"])
     verdict = _compare(base, committed, actual, hard, allow_regression, list(base_breaches))
     for name, cell in sorted(base_invariants.items()):
-        if name in actual.cells:
-            continue
         held = [f"{m} {round4(v)}" for m, v in sorted(cell.metrics.items())
                 if metrics.gate_kind(name, m) == "zero" and not _rounded(v) > 0]
         if held:
-            verdict.notes.append(f"{name} is not measured by this run: its invariants were "
-                                 f"measured with the base's suite table and fixtures "
-                                 f"({', '.join(held)})")
+            verdict.notes.append(f"{name}: its invariants were measured with the base's suite "
+                                 f"table and fixtures, which this run "
+                                 f"{'changed' if name in actual.cells else 'dropped'}, and "
+                                 f"hold ({', '.join(held)})")
     if committed is not None and not committed_canonical:
         # Compared as canonical content, so a reformatted file is only worth a note.
         verdict.notes.append("the committed baseline is not in canonical form (reformatted or "

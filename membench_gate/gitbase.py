@@ -16,6 +16,7 @@ ref (``refs/remotes/origin/<name>``), never through git's guessing, where a tag 
 from __future__ import annotations
 
 import os
+import posixpath
 import re
 import subprocess
 from collections.abc import Callable, Iterator, Mapping
@@ -47,6 +48,7 @@ _ORIGIN_DEFAULTS = ("refs/remotes/origin/main", "refs/remotes/origin/master")
 _LOCAL_DEFAULTS = ("refs/heads/main", "refs/heads/master")
 _OBJECT_HEADER = re.compile(rb"([0-9a-f]{40,64}) ([a-z]+) ([0-9]+)\n")
 _REGULAR_MODES = (b"100644", b"100755")
+_TREE_MODE, _LINK_MODE = b"40000", b"120000"
 _PR_EVENTS = ("pull_request", "pull_request_target")
 _Failure = Callable[[str | None], GateError]  # the error for a failed fetch, given git's reason
 
@@ -298,34 +300,64 @@ class Repo:
         return blob[2]
 
     def read_tree(self, sha: str, path: str) -> dict[str, bytes]:
-        """Every regular file under the repo-relative folder ``path`` at commit ``sha``, by its
-        path relative to that folder (empty when the folder is absent). Symlinks and submodules
-        are left out: what a suite reads must be a file at that commit."""
-        rel = _repo_relative(path)
+        """Every file under the repo-relative folder ``path`` at commit ``sha``, by its path
+        relative to that folder (empty when the folder is absent), read as the work tree of that
+        commit would read it: a symlink inside the repository is followed (a folder of shared
+        fixtures linked in), one that leaves it is an error; submodules are left out."""
         sha = self.ensure_commit(sha)
         found: dict[str, bytes] = {}
-        pending = [("", f"{sha}:{rel}")]
+        root = self._resolve(sha, _repo_relative(path))
+        if root is None or root[0] != _TREE_MODE:
+            return found
+        pending = [("", root[1], root[2])]
         while pending:
-            prefix, name = pending.pop()
-            tree = self._object(name)
-            if tree is None or tree[1] != "tree":
-                continue
-            at, raw, size = 0, tree[2], len(sha) // 2
-            while at < len(raw):
-                space = raw.index(b" ", at)
-                nul = raw.index(b"\0", space)
-                mode, entry = raw[at:space], raw[space + 1:nul].decode("utf-8", "surrogateescape")
-                oid = raw[nul + 1:nul + 1 + size].hex()
-                at = nul + 1 + size
-                if mode == b"40000":
-                    pending.append((f"{prefix}{entry}/", oid))
+            prefix, oid, where = pending.pop()
+            tree = self._object(oid)
+            assert tree is not None and tree[1] == "tree", where
+            for mode, name, entry_oid in _tree_entries(tree[2], len(sha) // 2):
+                rel = f"{where}/{name}"
+                if mode == _LINK_MODE:
+                    resolved = self._resolve(sha, rel)
+                    if resolved is None:
+                        continue  # a dangling link: nothing a work tree could read either
+                    mode, entry_oid, rel = resolved
+                if mode == _TREE_MODE:
+                    pending.append((f"{prefix}{name}/", entry_oid, rel))
                 elif mode in _REGULAR_MODES:
-                    blob = self._object(oid)
-                    if blob is None:
-                        raise GateError(f"{rel}/{prefix}{entry} at commit {sha}: object {oid} "
-                                        "is missing")
-                    found[f"{prefix}{entry}"] = blob[2]
+                    found[f"{prefix}{name}"] = self._blob(entry_oid, rel, sha)
         return found
+
+    def _resolve(self, sha: str, rel: str, hops: int = 0) -> tuple[bytes, str, str] | None:
+        """(mode, oid, resolved path) of the repo-relative ``rel`` at ``sha``, following
+        symlinks within the repository; None when nothing is there."""
+        parts = rel.split("/")
+        mode, oid, done = _TREE_MODE, f"{sha}^{{tree}}", ""
+        for index, part in enumerate(parts):
+            tree = self._object(oid)
+            if tree is None or tree[1] != "tree":
+                return None
+            entry = _tree_entry(tree[2], part.encode("utf-8", "surrogateescape"), len(sha) // 2)
+            if entry is None:
+                return None
+            mode, oid = entry
+            here = f"{done}/{part}" if done else part
+            if mode == _LINK_MODE:
+                if hops >= 16:
+                    raise GateError(f"{here} at commit {sha}: too many levels of symlinks")
+                target = self._blob(oid, here, sha).decode("utf-8", "surrogateescape")
+                joined = posixpath.normpath(posixpath.join(posixpath.dirname(here), target,
+                                                           *parts[index + 1:]))
+                if posixpath.isabs(target) or joined == ".." or joined.startswith("../"):
+                    raise GateError(f"{here} at commit {sha} is a symlink out of the repository")
+                return self._resolve(sha, joined, hops + 1)
+            done = here
+        return mode, oid, done
+
+    def _blob(self, oid: str, rel: str, sha: str) -> bytes:
+        blob = self._object(oid)
+        if blob is None:
+            raise GateError(f"{rel} at commit {sha}: object {oid} is missing")
+        return blob[2]
 
     def rev(self, rev: str) -> str | None:
         """The commit sha ``rev`` names here, or None when it names none (or is not present).
@@ -693,6 +725,18 @@ class _Event(NamedTuple):
                 f"GitHub event payload {self.path}: {dotted} is missing or not a full commit sha"
             )
         return value
+
+
+def _tree_entries(tree: bytes, oid_size: int) -> Iterator[tuple[bytes, str, str]]:
+    """(mode, name, oid) of every entry of a raw tree object."""
+    at = 0
+    while at < len(tree):
+        space = tree.index(b" ", at)
+        nul = tree.index(b"\0", space)
+        end = nul + 1 + oid_size
+        yield tree[at:space], tree[space + 1:nul].decode("utf-8", "surrogateescape"), \
+            tree[nul + 1:end].hex()
+        at = end
 
 
 def _tree_entry(tree: bytes, name: bytes, oid_size: int) -> tuple[bytes, str] | None:

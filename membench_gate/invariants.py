@@ -1,23 +1,25 @@
 """Rule 1's second half: an invariant the base measured cannot be unmeasured.
 
 A zero-gated metric (``source_isolation_violations``, ``controls_passing``) is never blessable.
-A pull request that stops measuring it — drops ``[suites.push]``, or changes the fixtures so the
-cell carrying it is gone — would otherwise turn a violation into a blessable missing cell. So
-such a suite is still run for its invariants, on the base commit's suite table (as the base
-baseline records it) and the base commit's fixtures (read with git), against this pull
-request's memory; a violation there is a REGRESSION like any other.
+A pull request that stops measuring it — drops ``[suites.push]``, changes the fixtures so the
+cell carrying it is gone, or holds out, removes or rewrites just the items that violate it —
+would otherwise turn a violation into a blessable change of the measurement. So a suite that
+carries an invariant at the base and whose measurement this pull request changed (its table,
+the holdout flag, a gold or corpus item) or dropped is also run on the base commit's suite
+table (as the base baseline records it) and the base commit's fixtures (read with git), against
+this pull request's memory; a violation there is a REGRESSION like any other.
 
-The base's fixtures are read before the adapter starts (:func:`prepare`); the suites are run
-only when this run turns out not to measure a cell the base measured an invariant in
-(:meth:`BaseSuites.measure`).
+The base's fixtures are read before the adapter starts (:func:`prepare`); the suites run after
+this run's own (:meth:`BaseSuites.measure`).
 """
 
 from __future__ import annotations
 
 import posixpath
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from membench_gate import metrics
 from membench_gate.config import Config, SuiteOptions, parse_suite_options
@@ -27,7 +29,7 @@ from membench_gate.measurement import BUILTIN
 if TYPE_CHECKING:
     from membench_gate.baseside import BaseSide
     from membench_gate.fixtures import SuiteFixtures
-    from membench_gate.results import Cell
+    from membench_gate.results import Baseline, Cell
     from membench_gate.suites import Progress
 
 
@@ -42,24 +44,42 @@ class BaseSuites(NamedTuple):
     preloaded: tuple[str, dict[str, SuiteFixtures]]
     cells: tuple[str, ...]
 
-    def missing(self, measured: set[str]) -> list[str]:
-        """The invariant cells of the base this run does not measure."""
-        return [cell for cell in self.cells if cell not in measured]
-
-    def measure(self, measured: set[str], progress: Progress | None = None) -> dict[str, Cell]:
-        """Run the suites of the invariant cells ``measured`` lacks; their cells (only those),
-        or nothing when this run measures every one."""
-        missing = self.missing(measured)
-        if not missing:
-            return {}
+    def measure(self, progress: Progress | None = None) -> dict[str, Cell]:
+        """Run the suites on this pull request's memory; their invariant cells."""
         from membench_gate.runner import run
 
-        suites = {cell.partition("/")[0] for cell in missing}
-        digest, loaded = self.preloaded
-        config = self.config._replace(
-            suites={name: self.config.suites[name] for name in sorted(suites)})
-        results = run(config, progress, preloaded=(digest, {n: loaded[n] for n in sorted(suites)}))
-        return {cell: results.cells[cell] for cell in missing if cell in results.cells}
+        results = run(self.config, progress, preloaded=self.preloaded)
+        return {cell: results.cells[cell] for cell in self.cells if cell in results.cells}
+
+
+class Measured(NamedTuple):
+    """What this run measures of one suite, as its fixtures (or its results file) say, to tell
+    whether the pull request changed the measurement of the base's suite."""
+
+    table: dict[str, Any] | None  # the recorded options; None: the suite is not run
+    include_holdout: bool
+    digests: dict[str, str]  # gold item -> content digest
+    corpus: dict[str, str]
+
+
+def measured_by(config: Config, fixtures: Mapping[str, SuiteFixtures]) -> dict[str, Measured]:
+    """What a run of ``config`` on ``fixtures`` measures, suite by suite."""
+    return {name: Measured(config.suite_record(name), config.include_holdout, fx.digests,
+                           fx.corpus) for name, fx in fixtures.items()}
+
+
+def measured_in(baseline: Baseline) -> dict[str, Measured]:
+    """What a baseline (or results file) measured, suite by suite."""
+    suites = baseline.config.get("suites") or {}
+    holdout = bool(baseline.config.get("include_holdout", False))
+    out: dict[str, Measured] = {}
+    for name, table in suites.items():
+        digests: dict[str, str] = {}
+        for cell, items in baseline.digests.items():
+            if cell.partition("/")[0] == name and cell not in metrics.DERIVED_CELLS:
+                digests.update(items)
+        out[name] = Measured(table, holdout, digests, baseline.corpus.get(name, {}))
+    return out
 
 
 def invariant_cells(cells: dict[str, Cell]) -> list[str]:
@@ -68,21 +88,22 @@ def invariant_cells(cells: dict[str, Cell]) -> list[str]:
                   if any(metrics.gate_kind(name, m) == "zero" for m in cell.metrics))
 
 
-def prepare(config: Config, base: BaseSide, head_hash: str) -> BaseSuites | None:
-    """The base's invariant-carrying suites with their fixtures read from the base commit, or
-    None when nothing can go unmeasured (no base baseline, or the same measurement)."""
+def prepare(config: Config, base: BaseSide, head_hash: str,
+            head: Mapping[str, Measured]) -> BaseSuites | None:
+    """The base's invariant-carrying suites whose measurement ``head`` (what this run measures)
+    changed or dropped, with their fixtures read from the base commit; None when there is none
+    (no base baseline, the same measurement, or no such suite changed)."""
     baseline = base.baseline
     if baseline is None or baseline.fixtures_hash == head_hash or base.info.sha is None:
         return None
     cells = invariant_cells(baseline.cells)
-    if not cells:
-        return None
-    recorded = baseline.config.get("suites") or {}
-    label = f"the base baseline's config at {base.info.sha[:12]}"
-    names = sorted({cell.partition("/")[0] for cell in cells} & set(recorded))
+    at_base = measured_in(baseline)
+    names = sorted(name for name in {cell.partition("/")[0] for cell in cells} & set(at_base)
+                   if head.get(name) != at_base[name])
     if not names:
         return None
-    suites = {name: parse_suite_options(name, recorded[name], f"{label} (suites.{name})")
+    label = f"the base baseline's config at {base.info.sha[:12]}"
+    suites = {name: parse_suite_options(name, at_base[name].table, f"{label} (suites.{name})")
               for name in names}
     include_holdout = bool(baseline.config.get("include_holdout", False))
     from membench_gate.fixtures import load_suite

@@ -104,7 +104,7 @@ def test_removed_distractors_are_a_breach_and_every_corpus_change_is_diffed(
     removed = next(b for b in result.verdict["breaches"] if b["kind"] == "corpus-removed")
     assert (removed["key"], removed["base"], removed["head"]) == ("abstention:corpus-removed",
                                                                   5, 5)
-    assert "1 corpus item removed" in removed["detail"] and "f5" in removed["detail"]
+    assert "1 removed and 1 changed" in removed["detail"] and "f4, f5" in removed["detail"]
     diff = result.verdict["fixture_diff"]
     assert diff["removed"]["abstention:corpus"] == ["f5"]
     assert diff["added"]["abstention:corpus"] == ["f6"]

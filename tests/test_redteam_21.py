@@ -2,10 +2,9 @@
 in CI mode on real git repositories (a bare origin, a pull request's clone, GitHub's merge commit
 checked out at depth 1).
 
-Each attack that still lands is an ``xfail(strict=True)`` test asserting what docs/gate.md and the
-design promise; it turns into a failure (XPASS) the day the gate holds, so the mark comes off with
-the fix. Each has its control: the same worse memory without the hiding edit is caught, or the same
-honest change without the odd repository shape passes.
+Each attack is a test asserting what docs/gate.md and the design promise. Each has its control:
+the same worse memory without the hiding edit is caught, or the same honest change without the
+odd repository shape passes.
 """
 
 from __future__ import annotations
@@ -19,6 +18,8 @@ from conftest import BUILTIN, seed_repo
 from gaterepo import push_pr
 from gitrepos import bare_origin, commit, git, github_env, pr_clone
 from memrepo import check, gate
+
+from membench_gate.results import dumps_baseline, parse_results
 
 # Drops the source filter in the "oss" conversations (conv-06 and conv-10 of the built-in push
 # fixtures): it injects a page of another source on every turn there, a source-isolation
@@ -83,6 +84,23 @@ def bless(repo: Path, justification: str | None = None) -> None:
     commit(repo, "bless baseline", {})
 
 
+def refused_then_committed_by_hand(repo: Path, justification: str | None, *needles: str) -> None:
+    """``bless`` refuses (naming each needle); the author commits this run's numbers as the
+    baseline by hand anyway, with the justification the bless would have recorded."""
+    args = ["bless"] + (["--justification", justification] if justification else [])
+    done = gate(repo, *args, ci=True)
+    assert done.returncode == 1, done.stdout + done.stderr
+    for needle in needles:
+        assert needle in done.stderr, (needle, done.stderr)
+    out = repo.parent / f"{repo.name}-run.json"
+    assert gate(repo, "run", "--out", str(out)).returncode == 0
+    results = parse_results(out.read_bytes(), str(out))
+    data = json.loads(dumps_baseline(results.to_baseline()))
+    if justification:
+        data["justification"] = {"text": justification, "breaches": []}
+    commit(repo, "baseline by hand", {"baselines/main.json": json.dumps(data, indent=2) + "\n"})
+
+
 @pytest.fixture(scope="module")
 def push_origin(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A bare origin whose main gates the built-in push conversations (copied into fx/push) on
@@ -124,14 +142,13 @@ def test_control_a_leak_in_some_conversations_is_a_regression(push_origin: Path,
     assert zero and zero[0]["key"] == "push/default:source_isolation_violations"
 
 
-@pytest.mark.xfail(strict=True, reason="rule 1: a zero-gated violation becomes a blessable "
-                   "item-removed breach when the PR marks the leaking items holdout (or deletes "
-                   "them): the invariant run happens only when the whole cell is missing")
+
 def test_a_leak_hidden_by_holding_out_the_leaking_conversations_is_a_regression(
         push_origin: Path, tmp_path: Path) -> None:
     """GitHub's shape: the merge commit checked out at depth 1, the base its first parent."""
     dev = _leaky_pr(push_origin, tmp_path, hide=True)
-    bless(dev, HOLDOUT_REASON)  # bless does not refuse: no zero-gated breach is seen
+    # The leaking conversations are measured at the base's fixtures: bless refuses.
+    refused_then_committed_by_hand(dev, HOLDOUT_REASON, "push/default:source_isolation_violations")
     main_sha = git(push_origin, "rev-parse", "main")
     ci = push_pr((push_origin, main_sha), dev, tmp_path, "holdout", {})
     assert git(ci.path, "rev-parse", "--is-shallow-repository") == "true"
@@ -196,17 +213,18 @@ def test_control_the_top_one_memory_is_a_regression(veto_pr: Path) -> None:
     assert result.verdict["newly_failed"] == {"veto/files_unknown": ["scn-cache", "scn-money"]}
 
 
-@pytest.mark.xfail(strict=True, reason="rule 7: rewording a distractor (corpus 'changed', only "
-                   "reported) makes newly failing items pass again: no breach, no justification")
+
 def test_newly_failing_items_fixed_by_rewording_their_distractor_do_not_pass(veto_pr: Path
                                                                              ) -> None:
     decisions = [{**d, "decision": "Picnic schedule for July.", "rationale": "Logistics only.",
                   "files": []} if d["id"] == "dec-notes" else d for d in DECISIONS]
     commit(veto_pr, "tidy the offsite notes",
            {"fx/veto/decisions.json": json.dumps(decisions, indent=2)})
-    bless(veto_pr)  # no --justification: the bless sees no breach at all
+    # A corpus item is its content: the reworded distractor is the old one removed.
+    refused_then_committed_by_hand(veto_pr, None, "veto:corpus-removed")
     result = check(veto_pr, ci=True)
     assert result.verdict["fixture_diff"]["changed"] == {"veto:corpus": ["dec-notes"]}
+    assert "veto:corpus-removed" in [b["key"] for b in result.verdict["breaches"]]
     # The memory still answers recall@1 where the gate asks recall@5: it must not pass unseen.
     assert result.code != 0, result.verdict
 
@@ -255,9 +273,7 @@ def test_control_a_dropped_push_suite_is_measured_for_its_invariants(push_origin
     assert any(b["kind"] == "zero" for b in result.verdict["breaches"])
 
 
-@pytest.mark.xfail(strict=True, reason="rule 1: the invariant run reads the base's fixtures with "
-                   "git and skips symlinked files silently, so the leaking conversations are not "
-                   "measured and the dropped suite is blessed")
+
 def test_a_dropped_suite_whose_leaking_fixtures_are_symlinks_is_still_measured(
         tmp_path: Path) -> None:
     work = pr_clone(_symlinked_origin(tmp_path, "files"), tmp_path / "work")
@@ -267,15 +283,13 @@ def test_a_dropped_suite_whose_leaking_fixtures_are_symlinks_is_still_measured(
     assert check(work, ci=True).code == 1
     commit(work, "drop push", {
         "membench.toml": push_config("leaky:Leaky", veto=True).split("[suites.push]")[0]})
-    done = gate(work, "bless", "--justification", DROP_REASON, ci=True)
-    commit(work, "bless baseline", {})
+    refused_then_committed_by_hand(work, DROP_REASON, "push/default:source_isolation_violations")
     result = check(work, ci=True)
-    assert (done.returncode, result.code) == (1, 1), (done.stderr, result.stdout)
+    assert result.code == 1, result.stdout
+    assert any(b["kind"] == "zero" for b in result.verdict["breaches"])
 
 
-@pytest.mark.xfail(strict=True, reason="false alarm: any change of the measurement (here veto's "
-                   "k) is an ERROR when the base's push fixture folder is a symlink, because the "
-                   "invariant preparation cannot read it with git")
+
 def test_an_honest_pr_passes_when_the_base_fixture_folder_is_a_symlink(tmp_path: Path) -> None:
     work = pr_clone(_symlinked_origin(tmp_path, "folder"), tmp_path / "work")
     assert check(work, ci=True).code == 0  # control: the unchanged PR passes
@@ -288,9 +302,7 @@ def test_an_honest_pr_passes_when_the_base_fixture_folder_is_a_symlink(tmp_path:
 
 # -- 4. the scoreboard's words for removed items ----------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="findings: item-removed is worded 'removed while failing "
-                   "at base' whatever the item scored, so removed passing items read as dead "
-                   "weight to a reviewer")
+
 def test_removed_items_that_passed_at_base_are_not_called_failing(push_origin: Path,
                                                                   tmp_path: Path) -> None:
     dev = _leaky_pr(push_origin, tmp_path, hide=True)
