@@ -21,13 +21,9 @@ from membench_gate.comment import holds_failed_verdict
 from membench_gate.errors import GateError
 from membench_gate.report import SUMMARY_LIMIT
 from membench_gate.results import load_json
+from membench_gate.seal import close_step_files, prepared_isolation, withhold
 from membench_gate.settings import Context, Settings
 
-# Not for the child, which runs the PR's adapter code: the token, and the runner's file commands
-# (stop-commands covers printed commands, not these files).
-_WITHHELD = ("GITHUB_TOKEN", "INPUT_GITHUB-TOKEN", "INPUT_GITHUB_TOKEN", "ACTIONS_RUNTIME_TOKEN",
-            "ACTIONS_ID_TOKEN_REQUEST_TOKEN", "GITHUB_ENV", "GITHUB_PATH", "GITHUB_OUTPUT",
-            "GITHUB_STATE", "GITHUB_STEP_SUMMARY")
 _ANNOTATION_ORDER = ("zero", "floor", "metric", "metric-missing", "cell-missing", "gold-total",
                      "item-removed", "newly-failed")
 
@@ -42,11 +38,13 @@ GATE_CHILD = ["-I", "-c", "from membench_gate.cli import console; console()"]
 def _run_quarantined(args: list[str], env: Mapping[str, str]) -> int:
     """Run a membench-gate command with its output going to the log, workflow commands disabled.
 
-    The child (which runs the PR's adapter code) gets no token, and its stderr is merged into
-    stdout so nothing it prints can arrive after the resume line.
+    The child (which starts the PR's adapter code) gets neither the token nor the runner's file
+    commands or temp folder (stop-commands covers printed commands, not these files): the list
+    of :func:`membench_gate.seal.withhold`. Its stderr is merged into stdout so nothing it
+    prints can arrive after the resume line.
     """
     token = secrets.token_hex(16)
-    child_env = {k: v for k, v in env.items() if k not in _WITHHELD}
+    child_env = withhold(env)
     print(f"::stop-commands::{token}", flush=True)
     try:
         done = subprocess.run([sys.executable, *GATE_CHILD, *args], env=child_env,
@@ -80,7 +78,8 @@ def _error_exit(message: str, context: Context) -> int:
     """Outputs, summary and annotation of a gate that could not run at all."""
     outputs = dict.fromkeys(("verdict", "exit-code", "mode", "base-sha", "report-path",
                              "results-path", "comment-url"), "")
-    outputs.update({"verdict": "error", "exit-code": "4"})
+    outputs.update({"verdict": "error", "exit-code": "4",
+                    "isolation": prepared_isolation(context.environ)})
     append(context.output_path, format_outputs(outputs))
     append(context.summary_path, "## membench-gate: ⛔ ERROR\n\nThe gate could not run; the job "
            "log has the one-line reason.\n")
@@ -100,7 +99,10 @@ def main(env: Mapping[str, str] | None = None) -> int:
     except GateError as exc:
         return _error_exit(str(exc), context)
     out = settings.out_dir
-    out.mkdir(parents=True, exist_ok=True)
+    # The gate's files: no other user reads or writes them (a sealed adapter is another user).
+    out.mkdir(mode=0o700, parents=True, exist_ok=True)
+    out.chmod(0o700)
+    close_step_files(env)
     paths = {name: out / name for name in ("results.json", "verdict.json", "report.md",
                                            "base.json", "selftest.json")}
     for path in paths.values():
@@ -136,6 +138,7 @@ def main(env: Mapping[str, str] | None = None) -> int:
         if paths["results.json"].exists() and not holds_failed_verdict(paths["results.json"])
         else "",
         "comment-url": comment_url,
+        "isolation": verdict.get("isolation") or prepared_isolation(env),
     }
     append(context.output_path, format_outputs(outputs))
     if paths["report.md"].exists():

@@ -90,6 +90,19 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
 
 
+def _seal_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--seal", action="store_true",
+                        help="run the adapter sealed (another user, a copy of the checkout "
+                             "without the gold) or fail: an unsealed run is an ERROR")
+
+
+def _establish(args: argparse.Namespace) -> None:
+    """Decide, before any adapter starts, whether it runs sealed (docs/gate.md, "Sealed")."""
+    from membench_gate import seal
+
+    seal.establish(required=args.seal)
+
+
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The command line; with ``only``, just that command's subparser (a command builds only the
     parser it runs under: argparse's help formatting costs milliseconds per command)."""
@@ -105,6 +118,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     if want("run"):
         run = commands.add_parser("run", help="run the suites and write a results file")
         _common(run)
+        _seal_flag(run)
         run.add_argument("--out", type=Path, help="results file to write (JSON)")
         run.add_argument("--suite", action="append", default=[], metavar="NAME",
                          help="run only this suite (repeatable)")
@@ -125,6 +139,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     if want("check"):
         check = commands.add_parser("check", help="run and gate against the base commit's baseline")
         _common(check)
+        _seal_flag(check)
         check.add_argument("--base-ref", metavar="REV", help="base commit (default: auto-detected)")
         check.add_argument("--results", type=Path, metavar="FILE",
                            help="gate a results file from an earlier run instead of running")
@@ -145,6 +160,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         bless = commands.add_parser("bless", help="write the baseline (atomically), justified where "
                                                  "the gate requires it")
         _common(bless)
+        _seal_flag(bless)
         bless.add_argument("--justification", metavar="TEXT",
                            help="why the breaches against the base baseline are accepted")
         bless.add_argument("--base-ref", metavar="REV", help="base commit (default: auto-detected)")
@@ -187,6 +203,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         show = commands.add_parser("show", help="one item: what was asked, the gold, what came back, "
                                                "base vs head")
         _common(show)
+        _seal_flag(show)
         show.add_argument("target", metavar="CELL#ID", help="e.g. veto/files_known#scn-003")
         show.add_argument("--results", type=Path, metavar="FILE",
                           help="read the item from a results file instead of running its suite")
@@ -195,6 +212,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     if want("doctor"):
         doctor = commands.add_parser("doctor", help="check the adapter against the protocol")
         _common(doctor)
+        _seal_flag(doctor)
 
     if want("import"):
         imp = commands.add_parser(
@@ -212,6 +230,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         selftest = commands.add_parser("selftest",
                                        help="prove every gated metric can fail: run mutants of the adapter")
         _common(selftest)
+        _seal_flag(selftest)
         selftest.add_argument("--json", type=Path, metavar="FILE",
                               help="also write the selftest's data as JSON (the action reads it)")
         selftest.add_argument("--mutant", action="append", default=[], metavar="NAME",
@@ -229,6 +248,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     launched = None
     try:
+        _establish(args)
         # The adapter starts up (interpreter, its imports) while the gate imports the rest.
         launched = early.launch(args.config)
         from membench_gate.config import load_config
@@ -291,6 +311,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         # The adapter starts up while the gate imports the rest; check adopts it or stops it.
         # With a results file there is no adapter: the git processes of the base lookup start
         # instead, and run while the gate imports.
+        _establish(args)
         if args.results is None:
             launched = early.launch(args.config)
         else:
@@ -321,6 +342,7 @@ def cmd_bless(args: argparse.Namespace) -> int:
     from membench_gate.bless import bless
     from membench_gate.settings import Context
 
+    _establish(args)
     return bless(args.config, Context.from_env(), justification=args.justification,
                  base_ref=args.base_ref, results_path=args.results)
 
@@ -342,6 +364,7 @@ def cmd_init(args: argparse.Namespace) -> int:
 def cmd_show(args: argparse.Namespace) -> int:
     from membench_gate.show import show
 
+    _establish(args)
     return show(args.target, config_path=args.config, results_path=args.results,
                 base_ref=args.base_ref)
 
@@ -354,6 +377,7 @@ def cmd_selftest(args: argparse.Namespace) -> int:
 
     if args.json:
         args.json.unlink(missing_ok=True)  # never a stale report from an earlier run
+    _establish(args)
     known = by_name()
     for name in args.mutant:
         if name not in known:
@@ -370,6 +394,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     from membench_gate.config import load_config
     from membench_gate.doctor import doctor
 
+    _establish(args)
     return doctor(load_config(args.config))
 
 
@@ -563,6 +588,13 @@ def _command_of(argv: list[str]) -> str | None:
     return argv[0] if argv and argv[0] in COMMANDS else None
 
 
+def _seal_finish() -> None:
+    """Nothing of the sandbox user outlives the command (when it started a sealed adapter)."""
+    seal = sys.modules.get("membench_gate.seal")
+    if seal is not None:
+        seal.finish()
+
+
 def _dispatch(argv: list[str], debug: bool) -> int:
     try:
         args = build_parser(_command_of(argv)).parse_args(argv)
@@ -575,7 +607,10 @@ def _dispatch(argv: list[str], debug: bool) -> int:
     # Everything a command raises, SystemExit and KeyboardInterrupt included, is an ERROR (or a
     # GateError's own code): only a finished command's return value is a verdict.
     try:
-        return COMMANDS[args.command](args)
+        try:
+            return COMMANDS[args.command](args)
+        finally:
+            _seal_finish()
     except BaseException as exc:
         if debug:
             import traceback

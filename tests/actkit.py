@@ -107,13 +107,11 @@ def fake_github_process(state: Path) -> Iterator[FakeServer]:
             server.stdout.close()
 
 
-def run_offline(act: Path, repo: Path, event: Path, workflow: str, fake: FakeServer, work: Path,
-                local: Mapping[str, Path], env: Mapping[str, str],
-                secrets: Mapping[str, str] | None = None,
-                ) -> tuple[int, list[dict[str, Any]], list[str]]:
-    """``act pull_request`` on ``workflow`` in ``repo``: offline, on this machine, with ``local``
-    actions standing in for the named ones and the API URLs pointing at ``fake``. Returns the
-    exit code, act's JSON log entries and every line it printed."""
+def offline_args(act: Path, event: Path, workflow: str, fake: FakeServer, work: Path,
+                 local: Mapping[str, Path], env: Mapping[str, str],
+                 secrets: Mapping[str, str] | None = None) -> list[str]:
+    """The arguments of ``act pull_request`` on ``workflow``: offline, on this machine, with
+    ``local`` actions standing in for the named ones and the API URLs pointing at ``fake``."""
     args = [str(act), "pull_request", "--json", "-W", workflow, "-e", str(event),
             "-P", "ubuntu-latest=-self-hosted", "--action-offline-mode",
             "--action-cache-path", str(work / "act-cache"), "--no-cache-server",
@@ -128,6 +126,29 @@ def run_offline(act: Path, repo: Path, event: Path, workflow: str, fake: FakeSer
         args += ["--env", f"{name}={value}"]
     for name in secrets or {}:
         args += ["--secret", name]  # the value comes from the environment, never the command line
+    return args
+
+
+def read_log(lines: list[str]) -> list[dict[str, Any]]:
+    """act's JSON log entries among the lines it printed."""
+    entries = []
+    for line in lines:
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(entry, dict):
+            entries.append(entry)
+    return entries
+
+
+def run_offline(act: Path, repo: Path, event: Path, workflow: str, fake: FakeServer, work: Path,
+                local: Mapping[str, Path], env: Mapping[str, str],
+                secrets: Mapping[str, str] | None = None,
+                ) -> tuple[int, list[dict[str, Any]], list[str]]:
+    """``act pull_request`` on ``workflow`` in ``repo`` (:func:`offline_args`). Returns the exit
+    code, act's JSON log entries and every line it printed."""
+    args = offline_args(act, event, workflow, fake, work, local, env, secrets)
     done = subprocess.run(args, cwd=repo, capture_output=True, text=True, timeout=900, check=False,
                           env=clean_env({
                               # The runner's python3 is the one running these tests.
@@ -138,15 +159,7 @@ def run_offline(act: Path, repo: Path, event: Path, workflow: str, fake: FakeSer
                               **(secrets or {}),
                           }))
     lines = (done.stdout + done.stderr).splitlines()
-    entries = []
-    for line in lines:
-        try:
-            entry = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(entry, dict):
-            entries.append(entry)
-    return done.returncode, entries, lines
+    return done.returncode, read_log(lines), lines
 
 
 def stand_in(folder: Path, description: str, steps: str,

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from fakegithub import FakeGitHub
 from gitrepos import clean_env, commit, init, pr_clone
+from sealkit import plain_user, runner_user, sandbox_name, shared  # noqa: F401  (fixtures)
 
 from membench_gate.results import Cell, Results
 
