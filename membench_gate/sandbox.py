@@ -75,9 +75,6 @@ def prepare(request: Request, checkout: Path | None = None) -> Sandbox:
     if request.mode not in MODES:
         raise GateError(f"input seal: expected auto, required or off, got {request.mode!r}")
     checkout = Path(os.path.abspath(checkout or Path.cwd()))
-    root = _new_root()
-    venv = root / "venv"
-    _memory_venv(venv, request)
     reason, how = "", None
     if request.mode == "off":
         reason = "sealing is off (seal: off)"
@@ -85,6 +82,11 @@ def prepare(request: Request, checkout: Path | None = None) -> Sandbox:
         reason = "a local run (sealing is for CI; --seal asks for it)"
     else:
         how, reason = privilege()
+        if how is None and request.mode == "required":
+            raise GateError(f"cannot seal: {reason}")
+    root = _new_root()
+    venv = root / "venv"
+    _memory_venv(venv, request)
     if how is not None:
         try:
             return _seal(root, checkout, venv, how, request)

@@ -137,8 +137,8 @@ def runner_user() -> Iterator[User]:
     sudoers = Path(f"/etc/sudoers.d/{name}")
     done = root_run("useradd", "--create-home", "--shell", "/bin/bash", "--user-group", name)
     assert done.returncode == 0, done.stderr
+    entry = pwd.getpwnam(name)
     try:
-        entry = pwd.getpwnam(name)
         root_run("chmod", "755", entry.pw_dir)
         rule = subprocess.run(as_root("tee", str(sudoers)), input=f"{name} ALL=(ALL) NOPASSWD:ALL\n",
                               capture_output=True, text=True, check=False)
@@ -148,6 +148,7 @@ def runner_user() -> Iterator[User]:
     finally:
         root_run("rm", "-f", str(sudoers))
         remove_user(name)
+        remove_sandboxes_of(User(name, entry.pw_uid, entry.pw_gid, Path(entry.pw_dir)))
 
 
 @pytest.fixture(scope="session")
@@ -157,12 +158,13 @@ def plain_user() -> Iterator[User]:
     name = f"mbplain-{secrets.token_hex(3)}"
     done = root_run("useradd", "--create-home", "--shell", "/bin/bash", "--user-group", name)
     assert done.returncode == 0, done.stderr
+    entry = pwd.getpwnam(name)
     try:
-        entry = pwd.getpwnam(name)
         root_run("chmod", "755", entry.pw_dir)
         yield User(name, entry.pw_uid, entry.pw_gid, Path(entry.pw_dir))
     finally:
         remove_user(name)
+        remove_sandboxes_of(User(name, entry.pw_uid, entry.pw_gid, Path(entry.pw_dir)))
 
 
 @pytest.fixture(scope="session")
@@ -180,8 +182,15 @@ def sandbox_name() -> Iterator[str]:
                 user = json.loads((root / "seal.json").read_text(encoding="utf-8")).get("user")
             except (OSError, ValueError):
                 user = None
-            if user == name or not (root / "seal.json").exists():
+            if user == name:
                 root_run("rm", "-rf", str(root))
+
+
+def remove_sandboxes_of(user: User) -> None:
+    """The sandbox folders ``user`` prepared (sealed or not)."""
+    for root in Path("/tmp").glob("membench-seal-*"):
+        if root.stat().st_uid == user.uid:
+            root_run("rm", "-rf", str(root))
 
 
 # -- a folder both users reach, a wheelhouse, and running as the runner ----------------------------
