@@ -478,8 +478,8 @@ def adapter_argv(command: Sequence[str] | None, python: str | None,
     # The memory's own interpreter when a sandbox was prepared (install: installed it there), the
     # gate's otherwise; the paths are where the adapter's process sees them (the sealed copy).
     sandbox = seal.current()
-    argv = [str(sandbox.python) if sandbox is not None else sys.executable, "-m",
-            "membench_gate.host", str(python)]
+    interpreter = sandbox.python if sandbox is not None else None
+    argv = [str(interpreter or sys.executable), "-m", "membench_gate.host", str(python)]
     for folder in extra_paths:
         argv += ["--path", str(sandbox.place(folder) if sandbox is not None else folder)]
     return argv

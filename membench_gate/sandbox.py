@@ -57,6 +57,7 @@ class Request:
 
     mode: str = "auto"
     config: Path = Path("membench.toml")
+    install: str = ""  # the install command (run by :func:`run_install`)
     gate_source: str = ""  # what pip installs membench-gate from into the memory's environment
     user: str = DEFAULT_USER
     ci: bool = False
@@ -68,10 +69,12 @@ class CannotSeal(Exception):
     """Sealing turned out impossible here (a user that is no sandbox, a folder it can read)."""
 
 
-def prepare(request: Request, checkout: Path | None = None) -> Sandbox:
+def prepare(request: Request, checkout: Path | None = None) -> tuple[Sandbox | None, str]:
     """Prepare the sandbox in the working directory's checkout: sealed when it can be and
-    ``mode`` allows; ``required`` mode raises a :class:`GateError` naming why it cannot seal.
-    ``install:`` is not run here (:func:`run_install`)."""
+    ``mode`` allows (``required`` mode raises a :class:`GateError` naming why it cannot seal).
+    Returns it and why it is unsealed ("" when sealed); no sandbox at all when it is unsealed
+    and there is nothing to install (the adapter then runs on the gate's interpreter, as the
+    gate's user). ``install:`` is not run here (:func:`run_install`)."""
     if request.mode not in MODES:
         raise GateError(f"input seal: expected auto, required or off, got {request.mode!r}")
     checkout = Path(os.path.abspath(checkout or Path.cwd()))
@@ -84,19 +87,21 @@ def prepare(request: Request, checkout: Path | None = None) -> Sandbox:
         how, reason = privilege()
         if how is None and request.mode == "required":
             raise GateError(f"cannot seal: {reason}")
-    root = _new_root()
-    venv = root / "venv"
-    _memory_venv(venv, request)
     if how is not None:
         try:
-            return _seal(root, checkout, venv, how, request)
+            sandbox = _seal(checkout, how, request)
+            return sandbox, ""
         except CannotSeal as exc:
             reason = str(exc)
     if request.mode == "required":
         raise GateError(f"cannot seal: {reason}")
-    sandbox = Sandbox(root, False, reason, checkout, venv)
+    if not request.install:
+        return None, reason
+    root = _new_root()
+    _memory_venv(root / "venv", request)
+    sandbox = Sandbox(root, False, reason, checkout, root / "venv")
     _write(sandbox)
-    return sandbox
+    return sandbox, reason
 
 
 def _new_root() -> Path:
@@ -155,31 +160,47 @@ def _run(argv: Sequence[str], what: str) -> None:
         raise GateError(f"seal: cannot {what}: {last[:300]}")
 
 
-def _seal(root: Path, checkout: Path, venv: Path, how: Privilege, request: Request) -> Sandbox:
+def _seal(checkout: Path, how: Privilege, request: Request) -> Sandbox:
     import pwd
 
+    interpreter = Path(os.path.realpath(request.python))
+    closed = _closed_on_the_way(interpreter)
+    if closed is not None:
+        raise CannotSeal(f"another user cannot run {interpreter}: {closed} is closed to other "
+                         "users (use a Python every user may run, such as setup-python's)")
     user = _sandbox_user(request.user, how)
     entry = pwd.getpwnam(user)
     for path in _closed_folders(checkout, request):
         path.chmod(path.stat().st_mode & ~0o077)
-    sandbox = Sandbox(root, True, "", checkout, venv, root / "work", root / "home", root / "tmp",
-                      user, entry.pw_uid, entry.pw_gid,
-                      interpreter=Path(os.path.realpath(venv_python(venv))))
-    # Before anything is handed over: a folder it can read means no seal (the memory's
-    # environment then stays this user's, for the unsealed install).
+    root = _new_root()
+    sandbox = Sandbox(root, True, "", checkout, root / "venv", root / "work", root / "home",
+                      root / "tmp", user, entry.pw_uid, entry.pw_gid, interpreter=interpreter)
+    # Before anything is handed over: a folder it can read means no seal.
     readable = _probe(sandbox, [p for p in _unreadable(checkout, request) if p.exists()])
     if readable:
+        shutil.rmtree(root, ignore_errors=True)
         raise CannotSeal(f"the sandbox user {user} can read {readable[0]} (make it readable by "
                          "its owner only)")
-    assert sandbox.copy is not None and sandbox.home is not None and sandbox.tmp is not None
+    assert sandbox.venv is not None and sandbox.copy is not None and sandbox.home is not None \
+        and sandbox.tmp is not None
+    _memory_venv(sandbox.venv, request)
     _copy_checkout(checkout, sandbox.copy, request)
     for folder in (sandbox.home, sandbox.tmp):
         folder.mkdir(mode=0o700)
-    _run(how.root_argv(["chown", "-R", "-h", f"{entry.pw_uid}:{entry.pw_gid}", str(venv),
+    _run(how.root_argv(["chown", "-R", "-h", f"{entry.pw_uid}:{entry.pw_gid}", str(sandbox.venv),
                         str(sandbox.copy), str(sandbox.home), str(sandbox.tmp)]),
          "hand the sandbox its folders")
     _write(sandbox)
     return sandbox
+
+
+def _closed_on_the_way(path: Path) -> Path | None:
+    """The first folder on the way to ``path`` that other users cannot search (or ``path``
+    itself, when they cannot run it); None when another user may run it."""
+    for folder in reversed(path.parents):
+        if not os.stat(folder).st_mode & 0o001:
+            return folder
+    return None if os.stat(path).st_mode & 0o001 else path
 
 
 def _sandbox_user(name: str, how: Privilege) -> str:
@@ -390,44 +411,48 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
                       help="auto, required or off (default: $MEMBENCH_SEAL, else auto)")
     args = parser.parse_args(argv)
     action_path = env.get("GITHUB_ACTION_PATH")
-    request = Request(mode=args.seal, config=Path(args.config), gate_source=args.gate_source,
+    request = Request(mode=args.seal, config=Path(args.config), install=args.install,
+                      gate_source=args.gate_source,
                       user=env.get(USER_VARIABLE, "").strip() or DEFAULT_USER,
                       ci=_truthy(env, "CI") or _truthy(env, "GITHUB_ACTIONS"),
                       action_path=Path(action_path) if action_path else None, python=args.python)
     close_step_files(env)
-    sandbox = prepare(request)
-    _say(sandbox, request)
+    sandbox, reason = prepare(request)
+    _say(sandbox, reason, request)
     _export(env, sandbox)
-    if args.install:
-        status = run_install(sandbox, args.install, env)
+    if sandbox is not None and request.install:
+        status = run_install(sandbox, request.install, env)
         if status != 0:
             print(f"::error title=membench-gate::the install command failed (exit {status})",
                   flush=True)
             return status
-    print(f"{DIR_VARIABLE}={sandbox.root}", flush=True)
+    if sandbox is not None:
+        print(f"{DIR_VARIABLE}={sandbox.root}", flush=True)
     return 0
 
 
-def _say(sandbox: Sandbox, request: Request) -> None:
-    if sandbox.sealed:
+def _say(sandbox: Sandbox | None, reason: str, request: Request) -> None:
+    if sandbox is not None and sandbox.sealed:
         print(f"membench-gate: sealed: the install command and the adapter run as "
               f"{sandbox.user} in {sandbox.copy}", flush=True)
         return
-    print(f"membench-gate: unsealed: {sandbox.reason}", flush=True)
+    print(f"membench-gate: unsealed: {reason}", flush=True)
     if request.ci and request.mode == "auto":
         from membench_gate.actions_env import annotation
 
-        print(annotation("warning", f"unsealed run: {sandbox.reason}; the pull request's code "
-                         "runs as the job's own user", "membench-gate seal"), flush=True)
+        print(annotation("warning", f"unsealed run: {reason}; the pull request's code runs as "
+                         "the job's own user", "membench-gate seal"), flush=True)
 
 
-def _export(env: Mapping[str, str], sandbox: Sandbox) -> None:
+def _export(env: Mapping[str, str], sandbox: Sandbox | None) -> None:
+    """``MEMBENCH_SEAL_DIR`` for the gate and every later step; the step's outputs."""
     from membench_gate.actions_env import append, format_outputs
 
     target = env.get("GITHUB_ENV")
-    if target:
+    if target and sandbox is not None:
         append(Path(target), f"{DIR_VARIABLE}={sandbox.root}\n")  # a mkdtemp path: one line
     output = env.get("GITHUB_OUTPUT")
     if output:
-        append(Path(output), format_outputs({"seal-dir": str(sandbox.root),
-                                             "isolation": sandbox.isolation}))
+        append(Path(output), format_outputs({
+            "seal-dir": str(sandbox.root) if sandbox is not None else "",
+            "isolation": sandbox.isolation if sandbox is not None else "unsealed"}))

@@ -87,7 +87,7 @@ class Sandbox:
     sealed: bool
     reason: str  # why the run is unsealed ("" when sealed)
     checkout: Path  # the checkout the copy mirrors (the working directory of the preparation)
-    venv: Path  # the memory's virtual environment: install: ran there, the adapter runs on it
+    venv: Path | None  # the memory's virtual environment: install: ran there, the adapter on it
     copy: Path | None = None
     home: Path | None = None
     tmp: Path | None = None
@@ -100,9 +100,9 @@ class Sandbox:
     interpreter: Path | None = None
 
     @property
-    def python(self) -> Path:
-        """The memory's interpreter."""
-        return venv_python(self.venv)
+    def python(self) -> Path | None:
+        """The memory's interpreter (None: the gate's own serves)."""
+        return venv_python(self.venv) if self.venv is not None else None
 
     @property
     def isolation(self) -> Isolation:
@@ -123,10 +123,11 @@ class Sandbox:
         """The environment of a sandbox process: :func:`withhold` of ``env``, the memory's
         environment activated, and — sealed — the sandbox's own home and temp folder."""
         out = withhold(env)
-        bin_dir = self.python.parent
-        out["PATH"] = os.pathsep.join([str(bin_dir), *filter(None, [out.get("PATH")])])
-        out["VIRTUAL_ENV"] = str(self.venv)
-        out.pop("PYTHONHOME", None)  # it would point the memory's interpreter at another prefix
+        if self.python is not None:
+            out["PATH"] = os.pathsep.join([str(self.python.parent),
+                                           *filter(None, [out.get("PATH")])])
+            out["VIRTUAL_ENV"] = str(self.venv)
+            out.pop("PYTHONHOME", None)  # it would point the memory's interpreter elsewhere
         if not self.sealed:
             return out
         # Only plain names: they travel on a command line (``env -i K=V``), and no other kind is
@@ -156,7 +157,7 @@ class Sandbox:
 
     def to_json(self) -> dict[str, Any]:
         return {"sealed": self.sealed, "reason": self.reason, "checkout": str(self.checkout),
-                "venv": str(self.venv), "copy": _str(self.copy), "home": _str(self.home),
+                "venv": _str(self.venv), "copy": _str(self.copy), "home": _str(self.home),
                 "tmp": _str(self.tmp), "user": self.user, "uid": self.uid, "gid": self.gid,
                 "interpreter": _str(self.interpreter)}
 
@@ -169,7 +170,7 @@ class Sandbox:
             sealed = data["sealed"]
             fields = dict(
                 root=root, sealed=sealed, reason=str(data["reason"]),
-                checkout=Path(data["checkout"]), venv=Path(data["venv"]),
+                checkout=Path(data["checkout"]), venv=_path(data["venv"]),
                 copy=_path(data["copy"]), home=_path(data["home"]), tmp=_path(data["tmp"]),
                 user=data["user"], uid=data["uid"], gid=data["gid"],
                 interpreter=_path(data.get("interpreter")))
@@ -177,7 +178,7 @@ class Sandbox:
             raise GateError(f"{DIR_VARIABLE}: {path} is not a prepared sandbox "
                             f"({type(exc).__name__}: {exc})") from None
         if not isinstance(sealed, bool) or (sealed and not (
-                isinstance(fields["uid"], int) and isinstance(fields["gid"], int)
+                isinstance(fields["uid"], int) and isinstance(fields["gid"], int) and fields["venv"]
                 and isinstance(fields["user"], str) and fields["copy"] and fields["home"]
                 and fields["tmp"] and fields["interpreter"])):
             raise GateError(f"{DIR_VARIABLE}: {path} is not a prepared sandbox (fields missing)")
