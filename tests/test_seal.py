@@ -315,3 +315,34 @@ def test_a_failed_start_in_the_sandbox_is_one_line(sealed_dir: tuple[Path, Path]
                                         r"ended without answering \(exit code 127\)"), \
             rpc.start(["/nonexistent-adapter"], checkout, {}, 10, {"PATH": "/bin"}):
         pass
+
+
+def test_a_sandbox_process_that_survives_the_sweep_is_an_error(
+        sealed_dir: tuple[Path, Path]) -> None:
+    import dataclasses
+
+    root, _ = sealed_dir
+    # A sweep that reports a survivor (its helper exits 1): the gate does not go on as if clean.
+    broken = dataclasses.replace(seal.Sandbox.read(root), interpreter=Path("/bin/false"))
+    with pytest.raises(GateError, match=r"seal: processes of mbsbx-\w+ survive being killed"):
+        seal.sweep(broken, seconds=1)
+
+
+def test_an_interpreter_other_users_cannot_run_means_no_seal(tmp_path: Path) -> None:
+    from membench_gate.sandbox import Request, prepare
+
+    require_privilege()
+    closed = tmp_path / "closed"
+    closed.mkdir(mode=0o700)
+    shutil.copy2(os.path.realpath(world_python()), closed / "python3")
+    with pytest.raises(GateError) as refused:
+        prepare(Request(mode="required", ci=True, python=str(closed / "python3"),
+                        user="mbsbx-never-made"), tmp_path)
+    message = str(refused.value)
+    assert message.startswith(f"cannot seal: another user cannot run {closed}/python3: "), message
+    assert message.endswith("is closed to other users (use a Python every user may run, such as "
+                            "setup-python's)"), message
+    import pwd
+
+    with pytest.raises(KeyError):  # refused before any user was made
+        pwd.getpwnam("mbsbx-never-made")
