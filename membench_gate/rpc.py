@@ -61,6 +61,7 @@ _PIPE_SAFE_BYTES = 4096
 # After a kill, how long the last stderr lines may take to arrive (a loaded runner is slow).
 STDERR_DRAIN_S = 5.0
 
+
 def adapter_environment(env: Mapping[str, str]) -> dict[str, str]:
     """The gate's environment minus GitHub credentials, runner file-command paths and the
     runner's temp folder (:func:`membench_gate.seal.withhold`: one list, used everywhere)."""

@@ -412,6 +412,7 @@ def release() -> None:
     _state.live = max(0, _state.live - 1)
     if _state.live == 0:
         sweep(_state.sandbox)
+        _state.used = False
 
 
 def finish() -> None:

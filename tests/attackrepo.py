@@ -33,6 +33,9 @@ COMMAND_FILE = re.compile(r"(outputcmd|pathcmd|envs|statecmd)\.txt|SUMMARY\.md"
                           r"|(set_output|add_path|set_env|save_state|step_summary)_.+")
 GATE_FILES = ("verdict.json", "report.md", "results.json", "base.json", "selftest.json")
 GOLD_FILES = ("decisions.json", "scenarios.json", "facts.json", "probes.json")
+CHECKOUT_FILES = (".git/config", "fixtures/veto/decisions.json", "baselines/main.json",
+                  "membench-gate-action/fixtures/veto/decisions.json", "verdict.json",
+                  "report.md")
 ROLE = "?"
 
 
@@ -77,7 +80,10 @@ def roots():
     for path in paths:
         if not path.startswith("/") or path.startswith(system) or path in ("/", "/tmp"):
             continue
-        for level in (path, os.path.dirname(path), os.path.dirname(os.path.dirname(path))):
+        levels = [path]
+        for _ in range(3):
+            levels.append(os.path.dirname(levels[-1]))
+        for level in levels:
             if level.count("/") >= 2 and os.path.isdir(level):
                 out.append(level)
     out += [p for p in sys.path if p and os.path.isdir(p) and not p.startswith(system)]
@@ -97,7 +103,8 @@ def ancestors():
 
 
 def scan():
-    found = {{"commands": set(), "gate": set(), "gold": set(), "git": set(), "venvs": set()}}
+    found = {{"commands": set(), "gate": set(), "gold": set(), "git": set(), "venvs": set(),
+             "closed": set()}}
     start, seen = time.monotonic(), 0
     for root in roots():
         for dirpath, dirnames, filenames in os.walk(root, onerror=lambda e: None):
@@ -119,6 +126,12 @@ def scan():
                     found["git"].add(path)
             if base in ("membench-gate-venv", "membench-gate-wheel"):
                 found["venvs"].add(dirpath)
+            for name in dirnames:  # a folder it cannot list: try what a checkout holds
+                if name in ("membench-gate-venv", "membench-gate-wheel"):
+                    found["venvs"].add(os.path.join(dirpath, name))
+                elif not os.access(os.path.join(dirpath, name), os.R_OK | os.X_OK):
+                    for inside in CHECKOUT_FILES:
+                        found["closed"].add(os.path.join(dirpath, name, inside))
     for folder in ancestors():
         if os.path.exists(os.path.join(folder, ".git", "config")):
             found["git"].add(os.path.join(folder, ".git", "config"))
@@ -175,6 +188,18 @@ def attack():
             continue
         if hashlib.sha256(data).hexdigest() in GOLD:  # this run's gold, byte for byte
             log("GOLD", f"{{path}} ({{len(data)}} bytes)")
+    for path in sorted(found["closed"]):
+        try:
+            with open(path, "rb") as handle:
+                data = handle.read()
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            log("denied", f"closed {{path}}: {{exc.strerror}}")
+            continue
+        log("READ", f"{{path}} in a folder it cannot list")
+        tokens_in(data.decode("utf-8", "replace"), path)
+        try_write("gate-file", path)
     for path in sorted(found["git"]):
         try:
             with open(path, encoding="utf-8", errors="replace") as handle:

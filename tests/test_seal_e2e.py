@@ -255,7 +255,7 @@ def test_an_attacking_pull_request_reaches_nothing_sealed(world: World) -> None:
     assert {"install", "host", "pth"} <= starts, (sorted(starts), run.outputs, run.log_tail())
     assert {f["uid"] for f in run.findings} == {sandbox_uid}, run.log_tail()
     # ... and reached nothing.
-    for kind in ("WROTE", "GOLD"):
+    for kind in ("WROTE", "GOLD", "READ"):
         assert not run.reached(kind), (kind, run.reached(kind)[:8])
     for kind in ("TOKEN", "ENV", "IMPOSTOR"):
         assert not run.found(kind), (kind, [f["detail"] for f in run.found(kind)][:8])
@@ -263,7 +263,12 @@ def test_an_attacking_pull_request_reaches_nothing_sealed(world: World) -> None:
                 and f["detail"] == "alive" and f["t"] > _gate_end(run)]
     assert TOKEN not in json.dumps(run.findings)
     assert not [f for f in run.found("IMPORTED") if "membench-gate-venv" in f["exe"]]
-    assert run.found("denied"), "the attack saw none of its targets: the test cannot see it"
+    # It saw its targets — the checkout's .git/config, the runner's file commands, the gate's
+    # environment — and was refused: the test sees an attack that fails.
+    denied = " ".join(f["detail"] for f in run.found("denied"))
+    for target in ("hostexecutor/.git/config", "outputcmd.txt", "membench-gate-venv",
+                   "membench-gate/verdict.json"):
+        assert target in denied, (target, denied[:3000])
     # The honest verdict of a memory that stores nothing.
     assert run.returncode != 0
     assert (run.outputs["OUT_VERDICT"], run.outputs["OUT_EXIT_CODE"]) == ("regression", "1")
