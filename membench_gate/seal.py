@@ -33,7 +33,6 @@ import contextlib
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
@@ -220,6 +219,8 @@ def privilege() -> tuple[Privilege | None, str]:
         return None, f"sealing needs Linux (this is {sys.platform})"
     if os.geteuid() == 0:
         return Privilege("root"), ""
+    import shutil  # (only here: its import costs a check that seals nothing)
+
     if shutil.which("sudo") is None:
         return None, "not root, and there is no sudo"
     try:

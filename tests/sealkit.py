@@ -2,9 +2,10 @@
 GitHub-hosted runner), a sandbox user name for the gate to create, a folder both can reach, a Python
 interpreter every user may run, and a local wheelhouse so pip needs no index.
 
-The tests need root or passwordless sudo (``sudo`` installed) on Linux, and skip cleanly
-otherwise. Every user, group, sudoers file and folder made here is removed by the fixture that made
-it — processes of those users killed first.
+The direct tests of the seal need root or passwordless sudo on Linux; the runner-user tests (which
+lay out files in folders they hand to that user) need root and the ``sudo`` command, as CI has
+them. Each skips cleanly otherwise. Every user, group, sudoers file and folder made here is removed
+by the fixture that made it — processes of those users killed first.
 """
 
 from __future__ import annotations
@@ -30,11 +31,12 @@ def _root() -> bool:
     return os.geteuid() == 0
 
 
-def privileged_here() -> str:
-    """Why these tests cannot run here, or "" when they can."""
+def privileged_here(sudo: bool = True) -> str:
+    """Why these tests cannot run here, or "" when they can: root or passwordless sudo, and the
+    ``sudo`` command itself when ``sudo`` (a runner user needs it to seal)."""
     if not sys.platform.startswith("linux"):
         return "sealed runs need Linux"
-    if shutil.which("sudo") is None:
+    if (sudo or not _root()) and shutil.which("sudo") is None:
         return "sudo is not installed"
     if not _root():
         done = subprocess.run(["sudo", "-n", "true"], capture_output=True, check=False)
@@ -45,10 +47,17 @@ def privileged_here() -> str:
     return ""
 
 
-def require_privilege() -> None:
-    reason = privileged_here()
+def require_privilege(sudo: bool = True) -> None:
+    reason = privileged_here(sudo)
     if reason:
         pytest.skip(f"sealed runs: {reason}")
+
+
+def require_root() -> None:
+    """The runner-user tests lay out files in the folders they hand to that user: as root."""
+    require_privilege()
+    if not _root():
+        pytest.skip("sealed runs as a runner user: these tests run as root (as CI does)")
 
 
 def as_root(*argv: str) -> list[str]:
@@ -132,7 +141,7 @@ def remove_user(name: str) -> None:
 @pytest.fixture(scope="session")
 def runner_user() -> Iterator[User]:
     """A non-root user with passwordless sudo and a world-searchable home: a GitHub runner."""
-    require_privilege()
+    require_root()
     name = f"mbrun-{secrets.token_hex(3)}"
     sudoers = Path(f"/etc/sudoers.d/{name}")
     done = root_run("useradd", "--create-home", "--shell", "/bin/bash", "--user-group", name)
@@ -154,7 +163,7 @@ def runner_user() -> Iterator[User]:
 @pytest.fixture(scope="session")
 def plain_user() -> Iterator[User]:
     """A non-root user without sudo: a self-hosted runner or a laptop, where nothing can seal."""
-    require_privilege()
+    require_root()
     name = f"mbplain-{secrets.token_hex(3)}"
     done = root_run("useradd", "--create-home", "--shell", "/bin/bash", "--user-group", name)
     assert done.returncode == 0, done.stderr
@@ -171,7 +180,7 @@ def plain_user() -> Iterator[User]:
 def sandbox_name() -> Iterator[str]:
     """The sandbox user the gate is to create (``MEMBENCH_SEAL_USER``), removed afterwards with
     every sandbox folder prepared for it."""
-    require_privilege()
+    require_privilege(sudo=False)
     name = f"mbsbx-{secrets.token_hex(3)}"
     try:
         yield name

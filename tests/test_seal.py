@@ -217,7 +217,7 @@ def sealed_dir(sandbox_name: str, tmp_path: Path) -> Iterator[tuple[Path, Path]]
     import pwd
     import tempfile
 
-    require_privilege()
+    require_privilege(sudo=False)
     try:
         pwd.getpwnam(sandbox_name)
     except KeyError:
@@ -331,7 +331,7 @@ def test_a_sandbox_process_that_survives_the_sweep_is_an_error(
 def test_an_interpreter_other_users_cannot_run_means_no_seal(tmp_path: Path) -> None:
     from membench_gate.sandbox import Request, prepare
 
-    require_privilege()
+    require_privilege(sudo=False)
     closed = tmp_path / "closed"
     closed.mkdir(mode=0o700)
     shutil.copy2(os.path.realpath(world_python()), closed / "python3")
