@@ -392,11 +392,15 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
     and ``isolation``; its last line is ``MEMBENCH_SEAL_DIR=…`` for a shell to use."""
     import argparse
 
+    class Parser(argparse.ArgumentParser):
+        def error(self, message: str) -> None:  # type: ignore[override]  # exit 4, as the CLI
+            raise GateError(f"{message} (usage: {self.prog} --help)")
+
     env = os.environ if env is None else env
-    parser = argparse.ArgumentParser(prog="python -m membench_gate.seal",
-                                     description="prepare the sandbox the pull request's code "
-                                                 "runs in (docs/action.md, 'Trust boundary')")
-    commands = parser.add_subparsers(dest="command", required=True)
+    parser = Parser(prog="python -m membench_gate.seal",
+                    description="prepare the sandbox the pull request's code runs in "
+                                "(docs/action.md, 'Trust boundary')")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     prep = commands.add_parser("prepare", help="the sandbox user, the sealed copy, the memory's "
                                                "environment; then the install command in it")
     prep.add_argument("--config", default=env.get("MEMBENCH_CONFIG") or "membench.toml")

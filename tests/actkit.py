@@ -26,6 +26,9 @@ from gaterepo import PR_NUMBER, PROJECT, REPOSITORY
 from gitrepos import clean_env
 
 TOKEN = "ghs_e2eFAKEtoken0123456789abcdefACTrun"
+# The sandbox user a workflow's gate would create where it can seal (conftest removes it at the
+# end of the session): never the default one, which would outlive the tests.
+SANDBOX_USER = f"mbsbx-e2e-{os.getpid()}"
 ACTION_DIR = "membench-gate-action"
 ACTION_FILES = ("action.yml", "pyproject.toml", "README.md", "LICENSE")
 ACTION_TREES = ("membench_gate", "fixtures", "templates")
@@ -122,7 +125,7 @@ def offline_args(act: Path, event: Path, workflow: str, fake: FakeServer, work: 
             "--env", f"GITHUB_REPOSITORY={REPOSITORY}"]
     for name, path in local.items():
         args += ["--local-repository", f"{name}={path}"]
-    for name, value in env.items():
+    for name, value in {"MEMBENCH_SEAL_USER": SANDBOX_USER, **env}.items():
         args += ["--env", f"{name}={value}"]
     for name in secrets or {}:
         args += ["--secret", name]  # the value comes from the environment, never the command line

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import pwd
 import secrets
 import shutil
 import subprocess
@@ -20,6 +19,7 @@ import sys
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from gitrepos import ISOLATED_ENV
@@ -128,9 +128,15 @@ class User:
     home: Path
 
 
+def _entry(name: str) -> Any:  # a pwd.struct_passwd (pwd is POSIX only: imported here)
+    import pwd
+
+    return pwd.getpwnam(name)
+
+
 def remove_user(name: str) -> None:
     try:
-        pwd.getpwnam(name)
+        _entry(name)
     except KeyError:
         return
     _kill_all(name)
@@ -146,7 +152,7 @@ def runner_user() -> Iterator[User]:
     sudoers = Path(f"/etc/sudoers.d/{name}")
     done = root_run("useradd", "--create-home", "--shell", "/bin/bash", "--user-group", name)
     assert done.returncode == 0, done.stderr
-    entry = pwd.getpwnam(name)
+    entry = _entry(name)
     try:
         root_run("chmod", "755", entry.pw_dir)
         rule = subprocess.run(as_root("tee", str(sudoers)), input=f"{name} ALL=(ALL) NOPASSWD:ALL\n",
@@ -167,7 +173,7 @@ def plain_user() -> Iterator[User]:
     name = f"mbplain-{secrets.token_hex(3)}"
     done = root_run("useradd", "--create-home", "--shell", "/bin/bash", "--user-group", name)
     assert done.returncode == 0, done.stderr
-    entry = pwd.getpwnam(name)
+    entry = _entry(name)
     try:
         root_run("chmod", "755", entry.pw_dir)
         yield User(name, entry.pw_uid, entry.pw_gid, Path(entry.pw_dir))
@@ -186,13 +192,18 @@ def sandbox_name() -> Iterator[str]:
         yield name
     finally:
         remove_user(name)
-        for root in Path("/tmp").glob("membench-seal-*"):
-            try:
-                user = json.loads((root / "seal.json").read_text(encoding="utf-8")).get("user")
-            except (OSError, ValueError):
-                user = None
-            if user == name:
-                root_run("rm", "-rf", str(root))
+        remove_sandboxes_named(name)
+
+
+def remove_sandboxes_named(name: str) -> None:
+    """The sandbox folders prepared for the sandbox user ``name``."""
+    for root in Path("/tmp").glob("membench-seal-*"):
+        try:
+            user = json.loads((root / "seal.json").read_text(encoding="utf-8")).get("user")
+        except (OSError, ValueError):
+            user = None
+        if user == name:
+            root_run("rm", "-rf", str(root))
 
 
 def remove_sandboxes_of(user: User) -> None:

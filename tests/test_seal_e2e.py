@@ -69,6 +69,7 @@ jobs:
           GATE_OUTCOME: ${{{{ steps.gate.outcome }}}}
 {output_env}
         run: |
+          date +%s.%N > "$E2E_OUT/ended-$E2E_RUN"
           ps -eo uid=,pid=,args= > "$E2E_OUT/ps-$E2E_RUN.txt"
           python3 - "$E2E_OUT/outputs-$E2E_RUN.json" <<'PY'
           import json, os, sys
@@ -115,7 +116,8 @@ class Run:
     lines: list[str]
     outputs: dict[str, str]
     report: str
-    ps: str
+    ps: str  # every process, right after the action's steps
+    ended: float  # when the action's steps had ended
     findings: list[dict[str, Any]]
     job: list[str]  # where this job keeps its files: its folders, the runner's, the sandbox's
 
@@ -195,7 +197,8 @@ def run_act(world: World, label: str, files: dict[str, str], seal: str, selftest
     return Run(done.returncode, read_log(lines), lines,
                json.loads(outputs_file.read_text(encoding="utf-8")),
                report.read_text(encoding="utf-8") if report.is_file() else "",
-               (out / f"ps-{label}.txt").read_text(encoding="utf-8"), _findings(findings),
+               (out / f"ps-{label}.txt").read_text(encoding="utf-8"),
+               float((out / f"ended-{label}").read_text(encoding="utf-8")), _findings(findings),
                [str(act_work), str(world.private), str(world.runner.home), "/tmp/membench-seal-"])
 
 
@@ -260,7 +263,7 @@ def test_an_attacking_pull_request_reaches_nothing_sealed(world: World) -> None:
     for kind in ("TOKEN", "ENV", "IMPOSTOR"):
         assert not run.found(kind), (kind, [f["detail"] for f in run.found(kind)][:8])
     assert not [f for f in run.findings if f["role"].startswith("survivor")
-                and f["detail"] == "alive" and f["t"] > _gate_end(run)]
+                and f["detail"] == "alive" and f["t"] > run.ended]
     assert TOKEN not in json.dumps(run.findings)
     assert not [f for f in run.found("IMPORTED") if "membench-gate-venv" in f["exe"]]
     # It saw its targets — the checkout's .git/config, the runner's file commands, the gate's
@@ -301,13 +304,3 @@ def test_the_same_attacks_unsealed_reach_their_targets(world: World) -> None:
         assert any("unsealed: sealing is off (seal: off)" in line for line in run.lines)
     finally:
         _kill_survivors(run, world.runner)
-
-
-def _gate_end(run: Run) -> float:
-    """When the action's step ended: act's log time of the next step's start."""
-    from datetime import datetime
-
-    for entry in run.entries:
-        if entry.get("stage") == "Main" and "Record the gate" in str(entry.get("step", "")):
-            return datetime.fromisoformat(str(entry["time"]).replace("Z", "+00:00")).timestamp()
-    raise AssertionError("no log entry of the step after the gate")
