@@ -26,6 +26,7 @@ from membench_gate.comment import ARTIFACT_FILES, STEP_FILE, StepRecord
 from membench_gate.errors import GateError, visible
 from membench_gate.report import SUMMARY_LIMIT
 from membench_gate.results import canonical_dumps, load_json, write_atomic
+from membench_gate.seal import close_step_files, prepared_isolation, withhold
 from membench_gate.settings import Context, Settings
 from membench_gate.verdict import Verdict
 
@@ -34,16 +35,11 @@ if TYPE_CHECKING:
     from membench_gate.selftest import SelftestReport
 
 OUTPUTS = ("verdict", "exit-code", "mode", "base-sha", "report-path", "results-path",
-           "comment-url")
+           "comment-url", "isolation")
 # Bytes of the comment and of the job summary kept free for the selftest's line, which closes
 # them once the selftest is done (rendered before it runs, they are not rendered again).
 SENSITIVITY_ROOM = 4096
 
-# Not for the child, which runs the PR's adapter code: the token, and the runner's file commands
-# (stop-commands covers printed commands, not these files).
-_WITHHELD = ("GITHUB_TOKEN", "INPUT_GITHUB-TOKEN", "INPUT_GITHUB_TOKEN", "ACTIONS_RUNTIME_TOKEN",
-            "ACTIONS_ID_TOKEN_REQUEST_TOKEN", "GITHUB_ENV", "GITHUB_PATH", "GITHUB_OUTPUT",
-            "GITHUB_STATE", "GITHUB_STEP_SUMMARY")
 _ANNOTATION_ORDER = ("zero", "floor", "metric", "metric-missing", "cell-missing", "gold-total",
                      "item-removed", "newly-failed")
 
@@ -58,11 +54,13 @@ GATE_CHILD = ["-I", "-c", "from membench_gate.cli import console; console()"]
 def _run_quarantined(args: list[str], env: Mapping[str, str]) -> int:
     """Run a membench-gate command with its output going to the log, workflow commands disabled.
 
-    The child (which runs the PR's adapter code) gets no token, and its stderr is merged into
-    stdout so nothing it prints can arrive after the resume line.
+    The child (which starts the PR's adapter code) gets neither the token nor the runner's file
+    commands or temp folder (stop-commands covers printed commands, not these files): the list
+    of :func:`membench_gate.seal.withhold`. Its stderr is merged into stdout so nothing it
+    prints can arrive after the resume line.
     """
     token = secrets.token_hex(16)
-    child_env = {k: v for k, v in env.items() if k not in _WITHHELD}
+    child_env = withhold(env)
     print(f"::stop-commands::{token}", flush=True)
     try:
         done = subprocess.run([sys.executable, *GATE_CHILD, *args], env=child_env,
@@ -92,10 +90,11 @@ def _annotations(verdict: dict) -> list[str]:
     return lines
 
 
-def _error_exit(message: str, runner: RunnerFiles) -> int:
+def _error_exit(message: str, runner: RunnerFiles, env: Mapping[str, str]) -> int:
     """Outputs, summary and annotation of a gate that could not run at all."""
     outputs = dict.fromkeys(OUTPUTS, "")
-    outputs.update({"verdict": "error", "exit-code": "4"})
+    outputs.update({"verdict": "error", "exit-code": "4",
+                    "isolation": prepared_isolation(env)})
     runner.append("GITHUB_OUTPUT", format_outputs(outputs))
     runner.append("GITHUB_STEP_SUMMARY", "## membench-gate: ⛔ ERROR\n\nThe gate could not run; "
                   "the job log has the one-line reason.\n")
@@ -116,9 +115,12 @@ def main(env: Mapping[str, str] | None = None) -> int:
     try:
         settings = Settings.from_env(env)
     except GateError as exc:
-        return _error_exit(str(exc), runner)
+        return _error_exit(str(exc), runner, env)
     out = settings.out_dir
-    out.mkdir(parents=True, exist_ok=True)
+    # The gate's files: no other user reads or writes them (a sealed adapter is another user).
+    out.mkdir(mode=0o700, parents=True, exist_ok=True)
+    out.chmod(0o700)
+    close_step_files(env)
     paths = {name: out / name for name in (*ARTIFACT_FILES, "report.md", STEP_FILE,
                                            "selftest.json")}
     for path in paths.values():
@@ -157,6 +159,7 @@ def main(env: Mapping[str, str] | None = None) -> int:
         "report-path": str(paths["report.md"]),
         "results-path": str(paths["results.json"]) if board.has_results else "",
         "comment-url": comment_url,
+        "isolation": verdict.isolation or prepared_isolation(env),
     }
     runner.append("GITHUB_OUTPUT", format_outputs(outputs))
     runner.append("GITHUB_STEP_SUMMARY", board.summary(report))

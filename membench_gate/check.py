@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
+from membench_gate import seal
 from membench_gate.baseside import BaseSide, read_base
 from membench_gate.config import Config, load_config
 from membench_gate.errors import GateError, describe, exit_code_of
@@ -193,7 +194,7 @@ def error_verdict(exc: BaseException, config_arg: str | None) -> Verdict:
     code = exit_code_of(exc)
     name = "inconclusive" if code == 3 else "error"
     return Verdict(verdict=name, exit_code=code, mode=None, notes=[describe(exc)],
-                   config=config_arg)
+                   config=config_arg, isolation=seal.isolation())
 
 
 def replace_outputs(verdict: Verdict, paths: list[Path | None], reports: list[Path | None]
@@ -290,6 +291,7 @@ def _compare(config: Config, context: Context, config_path: Path, actual: Result
         verdict.mode = None
     verdict.base = base.info
     verdict.config = str(config_path)
+    verdict.isolation = seal.isolation()
     return verdict
 
 

@@ -104,6 +104,17 @@ def _budget(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--budget-minutes", type=_minutes, metavar="N",
                         help="stop the adapter and fail (ERROR) when the command has run N "
                              "minutes (default: [gate] budget_minutes; in CI 60)")
+def _seal_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--seal", action="store_true",
+                        help="run the adapter sealed (another user, a copy of the checkout "
+                             "without the gold) or fail: an unsealed run is an ERROR")
+
+
+def _establish(args: argparse.Namespace) -> None:
+    """Decide, before any adapter starts, whether it runs sealed (docs/gate.md, "Sealed")."""
+    from membench_gate import seal
+
+    seal.establish(required=args.seal)
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
@@ -122,6 +133,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         run = commands.add_parser("run", help="run the suites and write a results file")
         _common(run)
         _budget(run)
+        _seal_flag(run)
         run.add_argument("--out", type=Path, help="results file to write (JSON)")
         run.add_argument("--suite", action="append", default=[], metavar="NAME",
                          help="run only this suite (repeatable)")
@@ -143,6 +155,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         check = commands.add_parser("check", help="run and gate against the base commit's baseline")
         _common(check)
         _budget(check)
+        _seal_flag(check)
         check.add_argument("--base-ref", metavar="REV", help="base commit (default: auto-detected)")
         check.add_argument("--results", type=Path, metavar="FILE",
                            help="gate a results file from an earlier run instead of running")
@@ -164,6 +177,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
                                                  "the gate requires it")
         _common(bless)
         _budget(bless)
+        _seal_flag(bless)
         bless.add_argument("--justification", metavar="TEXT",
                            help="why the breaches against the base baseline are accepted")
         bless.add_argument("--base-ref", metavar="REV", help="base commit (default: auto-detected)")
@@ -207,6 +221,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
                                                "base vs head")
         _common(show)
         _budget(show)
+        _seal_flag(show)
         show.add_argument("target", metavar="CELL#ID", help="e.g. veto/files_known#scn-003")
         show.add_argument("--results", type=Path, metavar="FILE",
                           help="read the item from a results file instead of running its suite")
@@ -216,6 +231,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         doctor = commands.add_parser("doctor", help="check the adapter against the protocol")
         _common(doctor)
         _budget(doctor)
+        _seal_flag(doctor)
 
     if want("import"):
         imp = commands.add_parser(
@@ -234,6 +250,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
                                        help="prove every gated metric can fail: run mutants of the adapter")
         _common(selftest)
         _budget(selftest)
+        _seal_flag(selftest)
         selftest.add_argument("--json", type=Path, metavar="FILE",
                               help="also write the selftest's data as JSON (the action reads it)")
         selftest.add_argument("--mutant", action="append", default=[], metavar="NAME",
@@ -254,6 +271,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from membench_gate.summary import run_summary
 
     try:
+        _establish(args)
         shard = parse_shard(args.shard) if args.shard is not None else None
         config = load_config(args.config).with_holdout(args.include_holdout)
         if args.suite:
@@ -306,6 +324,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     try:
         # The git processes of the base lookup start while the gate imports the rest. (The
         # adapter starts only once everything the verdict rests on has been read.)
+        _establish(args)
         git = early.start_git(args.config)
         from membench_gate.check import Outputs, check
         from membench_gate.settings import Context
@@ -330,6 +349,7 @@ def cmd_bless(args: argparse.Namespace) -> int:
     from membench_gate.bless import bless
     from membench_gate.settings import Context
 
+    _establish(args)
     return bless(args.config, Context.from_env(), justification=args.justification,
                  base_ref=args.base_ref, results_path=args.results)
 
@@ -351,6 +371,7 @@ def cmd_init(args: argparse.Namespace) -> int:
 def cmd_show(args: argparse.Namespace) -> int:
     from membench_gate.show import show
 
+    _establish(args)
     return show(args.target, config_path=args.config, results_path=args.results,
                 base_ref=args.base_ref)
 
@@ -363,6 +384,7 @@ def cmd_selftest(args: argparse.Namespace) -> int:
 
     if args.json:
         args.json.unlink(missing_ok=True)  # never a stale report from an earlier run
+    _establish(args)
     known = by_name()
     for name in args.mutant:
         if name not in known:
@@ -379,6 +401,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     from membench_gate.config import load_config
     from membench_gate.doctor import doctor
 
+    _establish(args)
     return doctor(load_config(args.config))
 
 
@@ -572,6 +595,13 @@ def _command_of(argv: list[str]) -> str | None:
     return argv[0] if argv and argv[0] in COMMANDS else None
 
 
+def _seal_finish() -> None:
+    """Nothing of the sandbox user outlives the command (when it started a sealed adapter)."""
+    seal = sys.modules.get("membench_gate.seal")
+    if seal is not None:
+        seal.finish()
+
+
 def _dispatch(argv: list[str], debug: bool) -> int:
     try:
         args = build_parser(_command_of(argv)).parse_args(argv)
@@ -587,7 +617,10 @@ def _dispatch(argv: list[str], debug: bool) -> int:
     # Everything a command raises, SystemExit and KeyboardInterrupt included, is an ERROR (or a
     # GateError's own code): only a finished command's return value is a verdict.
     try:
-        return COMMANDS[args.command](args)
+        try:
+            return COMMANDS[args.command](args)
+        finally:
+            _seal_finish()
     except BaseException as exc:
         if debug:
             import traceback

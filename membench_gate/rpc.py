@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from membench_gate import budget
+from membench_gate import budget, seal
 from membench_gate.adapter import (
     PROTOCOL_VERSION,
     Answer,
@@ -62,23 +62,11 @@ _PIPE_SAFE_BYTES = 4096
 # After a kill, how long the last stderr lines may take to arrive (a loaded runner is slow).
 STDERR_DRAIN_S = 5.0
 
-# What the adapter's process never gets: credentials and the runner's file-command paths (an
-# adapter must not be able to post as the workflow, or set the job's outputs or environment).
-_WITHHELD_EXACT = frozenset({
-    "GITHUB_TOKEN", "GH_TOKEN", "GITHUB_OUTPUT", "GITHUB_ENV", "GITHUB_PATH", "GITHUB_STATE",
-    "GITHUB_STEP_SUMMARY", "INPUT_GITHUB-TOKEN", "INPUT_GITHUB_TOKEN",
-})
-
 
 def adapter_environment(env: Mapping[str, str]) -> dict[str, str]:
-    """The gate's environment minus GitHub credentials and runner file-command paths."""
-    def withheld(name: str) -> bool:
-        upper = name.upper()
-        return (upper in _WITHHELD_EXACT
-                or (upper.startswith("ACTIONS_") and "TOKEN" in upper)
-                or upper.startswith("ACTIONS_ID_TOKEN_REQUEST_"))
-
-    return {name: value for name, value in env.items() if not withheld(name)}
+    """The gate's environment minus GitHub credentials, runner file-command paths and the
+    runner's temp folder (:func:`membench_gate.seal.withhold`: one list, used everywhere)."""
+    return seal.withhold(env)
 
 
 class _NotJSONNumber(ValueError):
@@ -122,8 +110,12 @@ class AdapterProcess:
         self._lines: queue.Queue[bytes | None] = queue.Queue()
         self._dead = False
         self._exit_by: float | None = None  # set by shutdown: kill waits for the exit until then
+        # Sealed (in CI), the adapter is the sandbox user's process, in the sealed copy; else the
+        # gate's own user's, here. Either way on the memory's interpreter when one was prepared.
+        sandbox = seal.current()
+        popen = sandbox.popen if sandbox is not None else subprocess.Popen
         try:
-            self.proc = subprocess.Popen(
+            self.proc = popen(
                 self.argv, cwd=cwd, env=adapter_environment(os.environ if env is None else env),
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                 start_new_session=True,  # so a kill reaches the adapter's own children too
@@ -136,6 +128,7 @@ class AdapterProcess:
                             "(adapter.command: is it executable?)") from exc
         except OSError as exc:
             raise GateError(f"adapter: cannot start {self.argv[0]!r}: {exc.strerror or exc}") from exc
+        self._sealed = seal.started()  # handed back by kill(): the last one sweeps the sandbox
         self._buffer = bytearray()
         self._scanned = 0  # how much of the buffer is known to hold no newline
         self._eof = False
@@ -421,17 +414,25 @@ class AdapterProcess:
             os.killpg(self.proc.pid, signal.SIGKILL)
         except (OSError, AttributeError):
             if self.proc.poll() is None:
-                self.proc.kill()
-        with suppress(subprocess.TimeoutExpired):
-            self.proc.wait(timeout=5)
-        for stream in (self.proc.stdin, self.proc.stdout):
-            try:
-                if stream:
-                    stream.close()
-            except OSError:
-                pass
-        if _SELECTABLE_PIPES:
-            self._poller.close()
+                with suppress(OSError):
+                    self.proc.kill()
+        try:
+            # Sealed, what left the group (a detached child, a daemon) is the sandbox user's
+            # still: every process of that user is killed once no adapter is live.
+            if self._sealed:
+                self._sealed = False
+                seal.release()
+        finally:
+            with suppress(subprocess.TimeoutExpired):
+                self.proc.wait(timeout=5)
+            for stream in (self.proc.stdin, self.proc.stdout):
+                try:
+                    if stream:
+                        stream.close()
+                except OSError:
+                    pass
+            if _SELECTABLE_PIPES:
+                self._poller.close()
 
 
 def _excerpt(line: bytes) -> str:
@@ -491,9 +492,13 @@ def adapter_argv(command: Sequence[str] | None, python: str | None,
     """The argv that starts the adapter: its own command, or the built-in host for a Python one."""
     if command:
         return list(command)
-    argv = [sys.executable, "-m", "membench_gate.host", str(python)]
+    # The memory's own interpreter when a sandbox was prepared (install: installed it there), the
+    # gate's otherwise; the paths are where the adapter's process sees them (the sealed copy).
+    sandbox = seal.current()
+    interpreter = sandbox.python if sandbox is not None else None
+    argv = [str(interpreter or sys.executable), "-m", "membench_gate.host", str(python)]
     for folder in extra_paths:
-        argv += ["--path", str(folder)]
+        argv += ["--path", str(sandbox.place(folder) if sandbox is not None else folder)]
     return argv
 
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from membench_gate.errors import GateError
 from membench_gate.results import load_json
+from membench_gate.seal import MODES as SEAL_MODES
 
 COMMENT_MODES = ("update", "recreate", "off")
 _TRUE = {"true", "1", "yes", "on"}
@@ -120,6 +121,7 @@ class Settings:
     verify_determinism: bool = False
     results: str = ""  # a results file to gate instead of running (merged shards)
     budget_minutes: float | None = None  # the check's time budget (else the config's, or CI's)
+    seal: str = "auto"  # auto, required or off: whether the PR's code runs sealed (seal.py)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -147,6 +149,9 @@ class Settings:
         comment = text("comment", cls.comment)
         if comment not in COMMENT_MODES:
             raise GateError(f"input comment: expected update, recreate or off, got {comment!r}")
+        seal = text("seal", cls.seal).lower()
+        if seal not in SEAL_MODES:
+            raise GateError(f"input seal: expected auto, required or off, got {seal!r}")
         return cls(
             context=Context.from_env(env),
             config=text("config", cls.config),
@@ -159,6 +164,7 @@ class Settings:
             verify_determinism=flag("verify-determinism", cls.verify_determinism),
             results=text("results", cls.results),
             budget_minutes=minutes("budget-minutes"),
+            seal=seal,
         )
 
     @property

@@ -295,3 +295,6 @@ class Verdict(_Model):
     justification_check: JustificationResult = Field(default_factory=lambda: not_needed())
     notes: list[str] = []
     config: str | None = None  # the --config the check ran with, for the commands we suggest
+    # Whether the pull request's code ran sealed (docs/action.md, "Trust boundary"); None when
+    # the file was not written by a check (an error outside one).
+    isolation: Literal["sealed", "unsealed"] | None = None

@@ -26,6 +26,9 @@ from gaterepo import PR_NUMBER, PROJECT, REPOSITORY
 from gitrepos import clean_env
 
 TOKEN = "ghs_e2eFAKEtoken0123456789abcdefACTrun"
+# The sandbox user a workflow's gate would create where it can seal (conftest removes it at the
+# end of the session): never the default one, which would outlive the tests.
+SANDBOX_USER = f"mbsbx-e2e-{os.getpid()}"
 ACTION_DIR = "membench-gate-action"
 ACTION_FILES = ("action.yml", "pyproject.toml", "README.md", "LICENSE")
 ACTION_TREES = ("membench_gate", "fixtures", "templates")
@@ -107,13 +110,11 @@ def fake_github_process(state: Path) -> Iterator[FakeServer]:
             server.stdout.close()
 
 
-def run_offline(act: Path, repo: Path, event: Path, workflow: str, fake: FakeServer, work: Path,
-                local: Mapping[str, Path], env: Mapping[str, str],
-                secrets: Mapping[str, str] | None = None,
-                ) -> tuple[int, list[dict[str, Any]], list[str]]:
-    """``act pull_request`` on ``workflow`` in ``repo``: offline, on this machine, with ``local``
-    actions standing in for the named ones and the API URLs pointing at ``fake``. Returns the
-    exit code, act's JSON log entries and every line it printed."""
+def offline_args(act: Path, event: Path, workflow: str, fake: FakeServer, work: Path,
+                 local: Mapping[str, Path], env: Mapping[str, str],
+                 secrets: Mapping[str, str] | None = None) -> list[str]:
+    """The arguments of ``act pull_request`` on ``workflow``: offline, on this machine, with
+    ``local`` actions standing in for the named ones and the API URLs pointing at ``fake``."""
     args = [str(act), "pull_request", "--json", "-W", workflow, "-e", str(event),
             "-P", "ubuntu-latest=-self-hosted", "--action-offline-mode",
             "--action-cache-path", str(work / "act-cache"), "--no-cache-server",
@@ -124,10 +125,33 @@ def run_offline(act: Path, repo: Path, event: Path, workflow: str, fake: FakeSer
             "--env", f"GITHUB_REPOSITORY={REPOSITORY}"]
     for name, path in local.items():
         args += ["--local-repository", f"{name}={path}"]
-    for name, value in env.items():
+    for name, value in {"MEMBENCH_SEAL_USER": SANDBOX_USER, **env}.items():
         args += ["--env", f"{name}={value}"]
     for name in secrets or {}:
         args += ["--secret", name]  # the value comes from the environment, never the command line
+    return args
+
+
+def read_log(lines: list[str]) -> list[dict[str, Any]]:
+    """act's JSON log entries among the lines it printed."""
+    entries = []
+    for line in lines:
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(entry, dict):
+            entries.append(entry)
+    return entries
+
+
+def run_offline(act: Path, repo: Path, event: Path, workflow: str, fake: FakeServer, work: Path,
+                local: Mapping[str, Path], env: Mapping[str, str],
+                secrets: Mapping[str, str] | None = None,
+                ) -> tuple[int, list[dict[str, Any]], list[str]]:
+    """``act pull_request`` on ``workflow`` in ``repo`` (:func:`offline_args`). Returns the exit
+    code, act's JSON log entries and every line it printed."""
+    args = offline_args(act, event, workflow, fake, work, local, env, secrets)
     done = subprocess.run(args, cwd=repo, capture_output=True, text=True, timeout=900, check=False,
                           env=clean_env({
                               # The runner's python3 is the one running these tests.
@@ -138,15 +162,7 @@ def run_offline(act: Path, repo: Path, event: Path, workflow: str, fake: FakeSer
                               **(secrets or {}),
                           }))
     lines = (done.stdout + done.stderr).splitlines()
-    entries = []
-    for line in lines:
-        try:
-            entry = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(entry, dict):
-            entries.append(entry)
-    return done.returncode, entries, lines
+    return done.returncode, read_log(lines), lines
 
 
 def stand_in(folder: Path, description: str, steps: str,

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from fakegithub import FakeGitHub
 from gitrepos import clean_env, commit, init, pr_clone
+from sealkit import plain_user, runner_user, sandbox_name, shared  # noqa: F401  (fixtures)
 
 from membench_gate.results import Cell, Results
 
@@ -182,6 +183,17 @@ def fake_github() -> Iterator[Callable[..., FakeGitHub]]:
 
 # -- act, with the fake GitHub in its own process (see actkit) -----------------------------------
 # actkit is imported where it is used: it builds on modules that import this one.
+
+@pytest.fixture(scope="session", autouse=True)
+def _no_sandbox_user_left() -> Iterator[None]:
+    """A workflow run under act as root may seal, creating its sandbox user: removed at the end."""
+    yield
+    if "actkit" in sys.modules:
+        from sealkit import remove_sandboxes_named, remove_user
+
+        remove_user(sys.modules["actkit"].SANDBOX_USER)
+        remove_sandboxes_named(sys.modules["actkit"].SANDBOX_USER)
+
 
 @pytest.fixture(scope="module")
 def act(tmp_path_factory: pytest.TempPathFactory) -> Path:

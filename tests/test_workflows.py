@@ -57,11 +57,11 @@ def test_every_action_input_reaches_the_scripts_through_env() -> None:
     for name in action["inputs"]:
         assert f"inputs.{name}" in used, name
     expected = {"verdict", "exit-code", "mode", "base-sha", "report-path", "results-path",
-                "comment-url"}
+                "comment-url", "isolation"}
     assert set(action["outputs"]) == expected
     assert {"config", "python-version", "install", "github-token", "comment", "comment-key",
             "fail-on-regression", "base-ref", "include-holdout", "selftest",
-            "verify-determinism", "results", "budget-minutes"} == set(action["inputs"])
+            "verify-determinism", "results", "budget-minutes", "seal"} == set(action["inputs"])
 
 
 def _checkouts(node: object) -> list[dict]:
