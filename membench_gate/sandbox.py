@@ -29,6 +29,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from membench_gate.actions_env import RunnerFiles
 from membench_gate.errors import GateError
 from membench_gate.seal import (
     DEFAULT_USER,
@@ -421,9 +422,10 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
                       ci=_truthy(env, "CI") or _truthy(env, "GITHUB_ACTIONS"),
                       action_path=Path(action_path) if action_path else None, python=args.python)
     close_step_files(env)
+    runner = RunnerFiles(env)  # what the step's files hold before any code of the PR runs
     sandbox, reason = prepare(request)
     _say(sandbox, reason, request)
-    _export(env, sandbox)
+    _export(runner, sandbox)
     if sandbox is not None and request.install:
         status = run_install(sandbox, request.install, env)
         if status != 0:
@@ -448,15 +450,12 @@ def _say(sandbox: Sandbox | None, reason: str, request: Request) -> None:
                          "the job's own user", "membench-gate seal"), flush=True)
 
 
-def _export(env: Mapping[str, str], sandbox: Sandbox | None) -> None:
+def _export(runner: RunnerFiles, sandbox: Sandbox | None) -> None:
     """``MEMBENCH_SEAL_DIR`` for the gate and every later step; the step's outputs."""
-    from membench_gate.actions_env import append, format_outputs
+    from membench_gate.actions_env import format_outputs
 
-    target = env.get("GITHUB_ENV")
-    if target and sandbox is not None:
-        append(Path(target), f"{DIR_VARIABLE}={sandbox.root}\n")  # a mkdtemp path: one line
-    output = env.get("GITHUB_OUTPUT")
-    if output:
-        append(Path(output), format_outputs({
-            "seal-dir": str(sandbox.root) if sandbox is not None else "",
-            "isolation": sandbox.isolation if sandbox is not None else "unsealed"}))
+    if sandbox is not None:
+        runner.append("GITHUB_ENV", f"{DIR_VARIABLE}={sandbox.root}\n")  # a mkdtemp path
+    runner.append("GITHUB_OUTPUT", format_outputs({
+        "seal-dir": str(sandbox.root) if sandbox is not None else "",
+        "isolation": sandbox.isolation if sandbox is not None else "unsealed"}))

@@ -134,8 +134,10 @@ def render_item(results: Results, cell: str, item: str, base: BaseOutcome | None
         lines += _hits_lines(detail, gold)
     if story.abstained is not None:
         lines.append(f"abstained:  {'yes' if story.abstained else 'no'}")
+    # (``shuffled``: the answer of the shuffled-ids control, kept for re-deriving that cell; it
+    # is the control's, not this item's.)
     shown = {"asked", "files", "gold", "acceptable", "hits", "injected", "abstained", "outcome",
-             "score", "top", "rank"}
+             "score", "top", "rank", "shuffled"}
     for key, value in sorted(detail.items()):
         if key not in shown and value is not None:
             text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)

@@ -33,6 +33,18 @@ ACTION_DIR = "membench-gate-action"
 ACTION_FILES = ("action.yml", "pyproject.toml", "README.md", "LICENSE")
 ACTION_TREES = ("membench_gate", "fixtures", "templates")
 
+# A local stand-in for actions/setup-python (act resolves it offline): the workflows leave
+# python-version empty, so it must never run.
+SETUP_PYTHON_STAND_IN = """\
+name: setup-python stand-in
+description: Offline stand-in for actions/setup-python; fails the job if it ever runs.
+runs:
+  using: composite
+  steps:
+    - shell: bash
+      run: echo "actions/setup-python ran although python-version is empty" >&2; exit 1
+"""
+
 
 def installed_act() -> Path | None:
     try:

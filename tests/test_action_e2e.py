@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 from actkit import (
     ACTION_DIR,
+    SETUP_PYTHON_STAND_IN,
     TOKEN,
     FakeServer,
     fake_github_process,
@@ -85,16 +86,6 @@ jobs:
     output_env="\n".join(f"          {_env_name(name)}: ${{{{ steps.gate.outputs.{name} }}}}"
                          for name in OUTPUTS),
 )
-
-SETUP_PYTHON_STAND_IN = """\
-name: setup-python stand-in
-description: Offline stand-in for actions/setup-python; fails the job if it ever runs.
-runs:
-  using: composite
-  steps:
-    - shell: bash
-      run: echo "actions/setup-python ran although python-version is empty" >&2; exit 1
-"""
 
 
 # -- the memory repository and its pull request ------------------------------------------------

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from actkit import ACTION_DIR, TOKEN, FakeServer, offline_args, read_log, vendor_action
+from actkit import ACTION_DIR, SETUP_PYTHON_STAND_IN, TOKEN, FakeServer, offline_args, read_log, vendor_action
 from attackrepo import attack_files, honest_files
 from gaterepo import Checkout, action_spec, blessed_origin, push_pr
 from gitrepos import git, pr_clone
@@ -84,16 +84,6 @@ jobs:
     output_env="\n".join(f"          {_env_name(name)}: ${{{{ steps.gate.outputs.{name} }}}}"
                          for name in OUTPUTS),
 )
-
-SETUP_PYTHON_STAND_IN = """\
-name: setup-python stand-in
-description: Offline stand-in for actions/setup-python; fails the job if it ever runs.
-runs:
-  using: composite
-  steps:
-    - shell: bash
-      run: echo "actions/setup-python ran although python-version is empty" >&2; exit 1
-"""
 
 
 @dataclass
