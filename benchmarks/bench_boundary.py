@@ -4,7 +4,7 @@
 
 1. Whole commands, as a user runs them, alternating, wall time: *in process* — a fresh interpreter
    that does what ``run`` did before every adapter moved into its own process: the same
-   :func:`membench_gate.runner.run` (config, fixtures, suites, results, receipt, summary) with the
+   :func:`membench_gate.run.runner.run` (config, fixtures, suites, results, receipt, summary) with the
    ``ReferenceMemory`` built in the gate's own process and its methods called directly — and
    *through the host* — ``python -m membench_gate run``: the adapter started as
    ``python -m membench_gate.host``, every call a JSON-RPC request over stdio, every answer
@@ -31,13 +31,13 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from membench_gate import rpc  # noqa: E402
-from membench_gate.adapter import Answer, Query, Record, Session  # noqa: E402
+from membench_gate.adapter import rpc  # noqa: E402
+from membench_gate.adapter.types import Answer, Query, Record, Session  # noqa: E402
 from membench_gate.config import load_config  # noqa: E402
 from membench_gate.reference import ReferenceMemory  # noqa: E402
-from membench_gate.runner import load_fixtures, run  # noqa: E402
+from membench_gate.report.summary import run_summary  # noqa: E402
+from membench_gate.run.runner import load_fixtures, run  # noqa: E402
 from membench_gate.suites import registry  # noqa: E402
-from membench_gate.summary import run_summary  # noqa: E402
 
 
 class DirectSession:
@@ -64,7 +64,7 @@ class DirectSession:
 
 
 class InProcess:
-    """What :meth:`Config.launch` gives :func:`membench_gate.runner.run` — the handshake, client
+    """What :meth:`Config.launch` gives :func:`membench_gate.run.runner.run` — the handshake, client
     and process in one — with the memory built in the gate's own process, as before the adapter
     boundary. Nothing to stop."""
 

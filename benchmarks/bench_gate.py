@@ -43,8 +43,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from sidebyside import Timing, compare, table  # noqa: E402
 
-from membench_gate.gate import decide  # noqa: E402
-from membench_gate.results import Baseline, Cell  # noqa: E402
+from membench_gate.gate.rules import decide  # noqa: E402
+from membench_gate.model.results import Baseline, Cell  # noqa: E402
 
 
 def synthetic(cells: int, items: int, fail_share: float, seed: int,

@@ -16,9 +16,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout, like the others
 
-from membench_gate.gate import decide
-from membench_gate.report import COMMENT_LIMIT, SUMMARY_LIMIT, render
-from membench_gate.results import Baseline, Cell, Results
+from membench_gate.gate.rules import decide
+from membench_gate.model.results import Baseline, Cell, Results
+from membench_gate.report.render import COMMENT_LIMIT, SUMMARY_LIMIT, render
 
 
 def case(newly_failed: int) -> tuple[Baseline, Results]:

@@ -13,12 +13,12 @@ __version__ = "0.1.0"
 __all__ = ["Answer", "Hit", "MemoryAdapter", "Query", "Record", "Session", "Turn", "__version__"]
 
 if TYPE_CHECKING:
-    from membench_gate.adapter import Answer, Hit, MemoryAdapter, Query, Record, Session, Turn
+    from membench_gate.adapter.types import Answer, Hit, MemoryAdapter, Query, Record, Session, Turn
 
 
 def __getattr__(name: str) -> Any:
     if name in __all__:
-        from membench_gate import adapter
+        from membench_gate.adapter import types as adapter
 
         return getattr(adapter, name)
     raise AttributeError(f"module 'membench_gate' has no attribute {name!r}")

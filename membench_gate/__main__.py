@@ -1,5 +1,5 @@
 """``python -m membench_gate``."""
 
-from membench_gate.cli import console
+from membench_gate.cli.main import console
 
 console()

@@ -26,7 +26,7 @@ CI_DEFAULT_MINUTES = 60.0
 MINUTES_RANGE = f"a number of minutes, more than 0 and at most {MAX_MINUTES:g}"
 FLAG = "--budget-minutes / the action's budget-minutes input"
 CONFIG_KEY = "[gate] budget_minutes"
-# As :class:`membench_gate.settings.Context` reads CI and GITHUB_ACTIONS (that module is not
+# As :class:`membench_gate.ci.settings.Context` reads CI and GITHUB_ACTIONS (that module is not
 # imported here: a command starts its clock before it imports the gate's models).
 _FALSE = frozenset({"", "false", "0", "no", "off"})
 

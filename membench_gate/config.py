@@ -27,21 +27,20 @@ from pydantic import (
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticCustomError
 
-from membench_gate import metrics
 from membench_gate.budget import MAX_MINUTES, MINUTES_RANGE
-from membench_gate.early import python_target
+from membench_gate.defaults import DEFAULT_BASELINE, REFERENCE_ADAPTER
 from membench_gate.errors import GateError
-from membench_gate.results import check_numbers, read_text
+from membench_gate.files import check_numbers, read_text
+from membench_gate.model import metrics
 
 if TYPE_CHECKING:
-    from membench_gate.rpc import Handshake
+    from membench_gate.adapter.rpc import Handshake
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
-DEFAULT_CONFIG = "membench.toml"
 DEFAULT_TIMEOUT = 60.0
 # The range of every number a config holds: TOML has nan and inf literals, and a number that is
 # absurd for its key (k = 1e9, a λ of 1e30, timeout = inf) is a mistake to name, not to run.
@@ -164,7 +163,7 @@ class GateTable(_Table):
     budget of a command (not part of the measurement: neither recorded nor hashed)."""
 
     baseline: Annotated[str, Field(min_length=1, description="a relative path")] = \
-        "baselines/main.json"
+        DEFAULT_BASELINE
     include_holdout: Annotated[bool, Field(description="true or false")] = False
     budget_minutes: Annotated[float, Field(gt=0, le=MAX_MINUTES, allow_inf_nan=False)] | None = \
         Field(None, description=MINUTES_RANGE)
@@ -278,17 +277,23 @@ class Config(NamedTuple):
 
     def adapter_argv(self) -> list[str]:
         """What starts the adapter: its command, or the built-in host serving ``python``."""
-        from membench_gate.rpc import adapter_argv
+        from membench_gate.adapter.rpc import adapter_argv
 
         return adapter_argv(self.adapter_command, self.adapter, [Path.cwd()])
 
     def launch(self) -> Handshake:
         """Start the adapter in the config's folder and send ``initialize`` (not waiting)."""
         from membench_gate import budget
-        from membench_gate.rpc import launch
+        from membench_gate.adapter.rpc import launch
 
         budget.adopt(self.budget_minutes)
         return launch(self.adapter_argv(), self.base_dir, self.timeout, self.adapter_options)
+
+
+def python_target(python: str | None, command: object) -> str:
+    """``[adapter] python`` as the gate serves it: the reference memory when neither
+    ``python`` nor ``command`` is set, ``""`` for a command."""
+    return python or (REFERENCE_ADAPTER if command is None else "")
 
 
 def _suggest(key: str, choices: typing.Iterable[str]) -> str:

@@ -31,10 +31,10 @@ import cmarkgfm
 from cmarkgfm.cmark import Options
 
 from membench_gate.config import parse_config
-from membench_gate.gate import decide
-from membench_gate.report import COMMENT_LIMIT, render
-from membench_gate.results import Justification, Results
-from membench_gate.runner import run
+from membench_gate.gate.rules import decide
+from membench_gate.model.results import Justification, Results
+from membench_gate.report.render import COMMENT_LIMIT, render
+from membench_gate.run.runner import run
 
 DOGFOOD = Path(__file__).resolve().parent.parent / "membench.toml"
 OPTIONS = "[adapter.options]\n"

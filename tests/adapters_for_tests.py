@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from membench_gate import Answer, Hit, Query, Record, Session
-from membench_gate.reference import ReferenceMemory, normalize_text
+from membench_gate.reference import ReferenceMemory
+from membench_gate.reference.memory import normalize_text
 
 
 def _read(path: Path) -> Any:

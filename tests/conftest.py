@@ -23,7 +23,7 @@ from fakegithub import FakeGitHub
 from gitrepos import clean_env, commit, init, pr_clone
 from sealkit import plain_user, runner_user, sandbox_name, shared  # noqa: F401  (fixtures)
 
-from membench_gate.results import Cell, Results
+from membench_gate.model.results import Cell, Results
 
 if TYPE_CHECKING:
     from actkit import FakeServer

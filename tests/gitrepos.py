@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from membench_gate.settings import Context
+from membench_gate.ci.settings import Context
 
 _DATE = "2024-01-01T00:00:00+00:00"
 

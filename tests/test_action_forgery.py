@@ -31,7 +31,7 @@ from gaterepo import (
 )
 from test_action import TOKEN, StepRun, pull_request, run_step
 
-from membench_gate.actions_env import format_outputs
+from membench_gate.ci.actions_env import format_outputs
 
 # Never answers a search: only a budget ends the wait, [adapter] timeout being a day.
 HANGING = '''\

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from membench_gate.action import _annotations
-from membench_gate.actions_env import MAX_ANNOTATIONS
-from membench_gate.settings import Context
+from membench_gate.ci.action import _annotations
+from membench_gate.ci.actions_env import MAX_ANNOTATIONS
+from membench_gate.ci.settings import Context
 
 
 def test_annotations_put_metrics_before_items_and_stop_at_ten() -> None:
@@ -39,7 +39,7 @@ def test_pull_request_number_from_payload_or_ref(tmp_path: Path) -> None:
 
 
 def test_the_runners_files_are_put_back_as_the_step_found_them(tmp_path: Path) -> None:
-    from membench_gate.actions_env import RunnerFiles
+    from membench_gate.ci.actions_env import RunnerFiles
 
     files = {name: tmp_path / f"{name.lower()}.txt" for name in
              ("GITHUB_OUTPUT", "GITHUB_STEP_SUMMARY", "GITHUB_ENV", "GITHUB_PATH")}

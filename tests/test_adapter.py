@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from membench_gate.adapter import Answer, Hit, answer_to_wire
+from membench_gate.adapter.types import Answer, Hit, answer_to_wire
 
 
 def test_numpy_scalars_from_an_adapter_are_accepted() -> None:

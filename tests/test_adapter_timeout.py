@@ -176,7 +176,9 @@ import os
 import signal
 import sys
 
-from membench_gate import check, cli, rpc
+from membench_gate.commands import check
+from membench_gate.cli import main as cli
+from membench_gate.adapter import rpc
 
 where = sys.argv.pop(1)
 

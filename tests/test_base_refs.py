@@ -25,9 +25,9 @@ import pytest
 from gitrepos import ISOLATED_ENV, actions_checkout, clone, commit, git, init, write_event
 from memrepo import Check, check, config_text, gate, memory_origin
 
+from membench_gate.base.git import BaseCommit, resolve_base
 from membench_gate.errors import GateError
-from membench_gate.gitbase import BaseCommit, resolve_base
-from membench_gate.results import dumps_baseline, parse_results
+from membench_gate.model.results import dumps_baseline, parse_results
 
 BASELINE = "baselines/main.json"
 

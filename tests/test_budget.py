@@ -13,7 +13,7 @@ from conftest import REPO, assert_error_verdict, run_cli, seed_repo
 from membench_gate import budget
 from membench_gate.config import load_config, parse_config
 from membench_gate.errors import GateError
-from membench_gate.measurement import measurement_hash
+from membench_gate.run.measure import measurement_hash
 
 # Answers initialize and every call but search, which it never answers.
 HANGING = '''\

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from conftest import run_cli
 
-from membench_gate.results import Cell, canonical_dumps, parse_results, round4
+from membench_gate.model.canonical import canonical_dumps, round4
+from membench_gate.model.results import Cell, parse_results
 
 REPO = Path(__file__).resolve().parent.parent
 

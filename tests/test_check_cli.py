@@ -128,7 +128,7 @@ def test_results_from_another_config_are_inconclusive(work: Path, tmp_path: Path
 
 _CHECK_LEAVES_NO_CHILD = """
 import os, sys
-from membench_gate.cli import main
+from membench_gate.cli.main import main
 
 code = main(sys.argv[1:])
 try:
@@ -327,8 +327,8 @@ def test_corrupt_committed_baseline_is_an_error_naming_the_file(work: Path) -> N
 def test_this_repositorys_own_baseline_matches_a_fresh_run() -> None:
     """The dogfood: `membench-gate check` on this repo passes only while the baseline is current."""
     from membench_gate.config import load_config
-    from membench_gate.results import parse_baseline
-    from membench_gate.runner import run
+    from membench_gate.model.results import parse_baseline
+    from membench_gate.run.runner import run
 
     root = Path(__file__).resolve().parent.parent
     config = load_config(root / "membench.toml")

@@ -11,12 +11,12 @@ import pytest
 from conftest import veto_results
 from fakegithub import FakeGitHub
 
-from membench_gate.comment import body_from_data, comment
+from membench_gate.ci.comment import body_from_data, comment
+from membench_gate.ci.settings import Context, Settings
 from membench_gate.errors import GateError
-from membench_gate.gate import decide
-from membench_gate.report import COMMENT_LIMIT
-from membench_gate.results import dumps_results
-from membench_gate.settings import Context, Settings
+from membench_gate.gate.rules import decide
+from membench_gate.model.results import dumps_results
+from membench_gate.report.render import COMMENT_LIMIT
 
 TOKEN = "ghs_unit_comment_token"
 

@@ -14,13 +14,8 @@ import pytest
 from conftest import veto_results
 from fakegithub import FakeGitHub
 
-from membench_gate.gate import decide
-from membench_gate.results import (
-    Baseline,
-    Justification,
-    dumps_baseline,
-    dumps_results,
-)
+from membench_gate.gate.rules import decide
+from membench_gate.model.results import Baseline, Justification, dumps_baseline, dumps_results
 
 TOKEN = "ghs_comment_test_token_123"
 REPO = "acme/memory"

@@ -8,13 +8,7 @@ from pathlib import Path
 import pytest
 from conftest import run_cli
 
-from membench_gate.config import (
-    AbstentionOptions,
-    Config,
-    parse_config,
-    parse_floors,
-    parse_suite_options,
-)
+from membench_gate.config import AbstentionOptions, Config, parse_config, parse_floors, parse_suite_options
 from membench_gate.errors import GateError
 
 

@@ -23,15 +23,15 @@ import pytest
 from cmarkgfm.cmark import Options
 from conftest import cli_env
 
-from membench_gate import report
-from membench_gate.actions_env import annotation
+from membench_gate.ci.actions_env import annotation
 from membench_gate.errors import visible
-from membench_gate.gate import decide
-from membench_gate.report import render
-from membench_gate.results import Baseline, Cell, Justification, Results
-from membench_gate.selftest import SelftestReport, render_table
-from membench_gate.summary import verdict_summary
-from membench_gate.verdict import Verdict
+from membench_gate.gate.rules import decide
+from membench_gate.model.results import Baseline, Cell, Justification, Results
+from membench_gate.model.verdict import Verdict
+from membench_gate.report import render as report
+from membench_gate.report.render import render
+from membench_gate.report.summary import verdict_summary
+from membench_gate.selftest.sensitivity import SelftestReport, render_table
 
 # What a hostile artifact or adapter puts in text a terminal shows: clear the screen, set the
 # window title, write the clipboard (OSC 52), a C1 control sequence introducer, text reversed.

@@ -16,7 +16,7 @@ import pytest
 from gitrepos import bare_origin, clone, commit, git, init, pr_clone
 from memrepo import TAU_REASON, check, config_text, fixture_files, gate, memory_origin, memory_repo
 
-from membench_gate.results import dumps_baseline, parse_results
+from membench_gate.model.results import dumps_baseline, parse_results
 
 FLOOR = '[floors]\n"abstention/default:net_at_1" = 0.2\n'
 

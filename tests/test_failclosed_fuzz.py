@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from memrepo import CI_ENV, config_text, gate, memory_repo
 
-from membench_gate.cli import main
+from membench_gate.cli.main import main
 
 OUTPUTS = ("v.json", "r.md", "o.json", "b.json")
 SETTINGS = settings(max_examples=40, deadline=None, derandomize=True,

@@ -25,7 +25,7 @@ from memrepo import (
     memory_repo,
 )
 
-from membench_gate.results import dumps_baseline, parse_results
+from membench_gate.model.results import dumps_baseline, parse_results
 
 
 @pytest.fixture(scope="module")

@@ -17,10 +17,10 @@ import pytest
 from conftest import SMALL_FACTS, SMALL_PROBES, assert_error_verdict, run_cli
 
 from membench_gate.config import parse_config
-from membench_gate.fixtures import load_suite
-from membench_gate.measurement import measurement_hash
-from membench_gate.reference import tokenize
-from membench_gate.runner import load_fixtures
+from membench_gate.reference.memory import tokenize
+from membench_gate.run.measure import measurement_hash
+from membench_gate.run.runner import load_fixtures
+from membench_gate.suites.common.fixtures import load_suite
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "fixtures"
@@ -358,24 +358,3 @@ def test_fixture_mistakes_are_errors_not_conversions(make_repo: Callable[..., Pa
     done = run_cli("run", "--out", "r.json", cwd=repo)
     assert done.returncode == 4 and needle in done.stderr, done.stderr
     assert_error_verdict(repo / "r.json")
-
-
-def test_shipped_fixture_digests_are_up_to_date_and_spare_nothing_but_work(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    # check --results takes a shipped fixture file's digest from shipped_fixtures.json, found by
-    # the sha256 of the file's text: the record must be the files' own digests (rewrite it with
-    # `python -m membench_gate.measurement`), and the hash must be the same without it.
-    from membench_gate import measurement
-
-    recorded = json.loads(measurement.SHIPPED_DIGESTS.read_text(encoding="utf-8"))
-    assert recorded == measurement.shipped_digests()
-    assert len(recorded) >= 24  # every shipped file of every suite
-
-    config = parse_config((REPO / "membench.toml").read_text(encoding="utf-8"),
-                          REPO / "membench.toml")
-    with_record = measurement_hash(config)
-    monkeypatch.setattr(measurement, "_shipped_digests", dict)
-    assert measurement_hash(config) == with_record == load_fixtures(config)[0]
-    # The control: the record is what is read when a file's text is known.
-    monkeypatch.setattr(measurement, "_shipped_digests", lambda: dict.fromkeys(recorded, "0" * 64))
-    assert measurement_hash(config) != with_record

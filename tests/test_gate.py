@@ -9,10 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from membench_gate import justify
-from membench_gate.gate import UNBANKED, Floor, decide, floors_of
-from membench_gate.justify import check_justification
-from membench_gate.results import Baseline, Cell, Justification
+from membench_gate.gate import justify
+from membench_gate.gate.justify import check_justification
+from membench_gate.gate.rules import UNBANKED, Floor, decide, floors_of
+from membench_gate.model.results import Baseline, Cell, Justification
 
 GOOD_TEXT = ("veto/files_known recall dropped because scn-02 now needs the files of the "
              "ledger decision, which the new ranking weighs less; accepted while we rework it")

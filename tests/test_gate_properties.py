@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from membench_gate.gate import decide
-from membench_gate.results import Baseline, Cell, Justification, dumps_baseline, parse_baseline
+from membench_gate.gate.rules import decide
+from membench_gate.model.results import Baseline, Cell, Justification, dumps_baseline, parse_baseline
 
 ids = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789-._", min_size=1, max_size=12)
 values = st.one_of(

@@ -25,8 +25,7 @@ from gitrepos import (
     write_event,
 )
 
-from membench_gate.errors import GateError
-from membench_gate.gitbase import (
+from membench_gate.base.git import (
     ZERO_SHA,
     BaseCommit,
     Started,
@@ -35,7 +34,8 @@ from membench_gate.gitbase import (
     repo_root,
     resolve_base,
 )
-from membench_gate.settings import Context
+from membench_gate.ci.settings import Context
+from membench_gate.errors import GateError
 
 BASELINE = "baselines/main.json"
 MAIN_BASELINE = '{"cells": {"veto/default": {"recall": 0.9}}}\n'
@@ -459,7 +459,7 @@ _CHILDREN_LEFT = """
 import os, sys
 from pathlib import Path
 from membench_gate.errors import GateError
-from membench_gate.gitbase import read_file_at, resolve_base
+from membench_gate.base.git import read_file_at, resolve_base
 
 def left():  # a child not waited for, running or a zombie
     try:
@@ -499,7 +499,7 @@ _STARTED_LEFT = """
 import os, sys
 from pathlib import Path
 from membench_gate.errors import GateError
-from membench_gate.gitbase import Started, open_repo
+from membench_gate.base.git import Started, open_repo
 
 def left():
     try:

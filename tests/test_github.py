@@ -15,7 +15,7 @@ from urllib.request import Request, urlopen
 
 import pytest
 
-from membench_gate import github as gh
+from membench_gate.ci import github as gh
 from membench_gate.errors import GateError
 
 # Imported by path so the test works whatever import mode or conftest the suite ends up with.
@@ -654,7 +654,7 @@ def test_find_pr_for_head_sha_rejects_a_bad_sha(fake: FakeGitHub) -> None:
 
 def test_importing_the_module_does_not_import_pygithub() -> None:
     code = (
-        "import sys, membench_gate.github as m\n"
+        "import sys, membench_gate.ci.github as m\n"
         "assert m.marker('k')\n"
         "print('github' in sys.modules)\n"
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from membench_gate.fixtures import load_suite
+from membench_gate.suites.common.fixtures import load_suite
 
 
 def write(folder: Path, name: str, data: object) -> None:

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from membench_gate.cli import main
-from membench_gate.fixtures import load_suite
+from membench_gate.cli.main import main
+from membench_gate.suites.common.fixtures import load_suite
 
 SAMPLES = Path(__file__).resolve().parent / "data" / "import"
 ARGS = {

@@ -16,8 +16,8 @@ from conftest import run_cli
 from gitrepos import bare_origin, commit, pr_clone
 from memrepo import PROBES, check, config_text, fixture_files, gate, memory_origin
 
-from membench_gate.measurement import data_dir
-from membench_gate.results import dumps_baseline, parse_results
+from membench_gate.files import data_dir
+from membench_gate.model.results import dumps_baseline, parse_results
 
 
 @pytest.fixture(scope="module")

@@ -60,7 +60,6 @@ def test_wheel_ships_fixtures_templates_and_entry_point(wheel: Path) -> None:
     in_repo = {p.relative_to(REPO).as_posix() for p in (REPO / "fixtures").rglob("*.json")}
     assert shipped == in_repo
     assert "membench_gate/suites/veto.py" in names
-    assert "membench_gate/shipped_fixtures.json" in names  # check --results reads it
     assert not any(n.startswith("tests/") for n in names)
     assert "membench-gate = membench_gate.cli:console" in entry_points
 
@@ -75,7 +74,7 @@ def test_installed_wheel_runs_from_an_unrelated_directory(installed: Path, tmp_p
     elsewhere.mkdir()
     out = tmp_path / "r.json"
 
-    where = python("-c", "import membench_gate, membench_gate.measurement as f; "
+    where = python("-c", "import membench_gate, membench_gate.suites.common.folders as f; "
                          "print(membench_gate.__file__); print(f.data_dir())",
                    cwd=elsewhere, pythonpath=installed)
     assert where.returncode == 0, where.stderr
@@ -111,9 +110,9 @@ _PROBE = (
 
 @pytest.mark.parametrize("body", [
     "import membench_gate",
-    "import membench_gate.cli, membench_gate.runner, membench_gate.reference",
-    "from membench_gate.cli import main\nassert main(['run', '--suite', 'veto']) == 0",
-    "from membench_gate.cli import main\nassert main(['explain', 'mrr']) == 0",
+    "import membench_gate.cli.main, membench_gate.run.runner, membench_gate.reference",
+    "from membench_gate.cli.main import main\nassert main(['run', '--suite', 'veto']) == 0",
+    "from membench_gate.cli.main import main\nassert main(['explain', 'mrr']) == 0",
 ])
 def test_heavy_imports_stay_lazy(body: str) -> None:
     proc = python("-c", _PROBE.format(body=body, heavy=set(_HEAVY)), cwd=REPO, pythonpath=REPO)
@@ -133,11 +132,11 @@ def test_checking_a_results_file_imports_no_adapter_machinery(tmp_path: Path) ->
     bless(repo)
     assert run_cli("run", "--out", "r.json", cwd=repo).returncode == 0
     probe = ("import sys\n"
-             "from membench_gate.cli import main\n"
+             "from membench_gate.cli.main import main\n"
              "code = main(['check', '--results', 'r.json'])\n"
              "assert code == 0, code\n"
              "print(sorted(m for m in sys.modules if m.split('.')[0] in "
-             "{'numpy', 'rapidfuzz', 'github', 'git'} or m in {'membench_gate.rpc', "
+             "{'numpy', 'rapidfuzz', 'github', 'git'} or m in {'membench_gate.adapter.rpc', "
              "'membench_gate.host', 'membench_gate.reference'}))\n")
     proc = python("-c", probe, cwd=repo, pythonpath=REPO)
     assert proc.returncode == 0, proc.stderr

@@ -15,10 +15,10 @@ import pytest
 from membench_gate import Answer, Hit, Query, Record
 from membench_gate.config import RecallOptions, VetoOptions
 from membench_gate.errors import GateError
-from membench_gate.fixtures import load_suite
-from membench_gate.metrics import explain, gate_kind, known_cell
+from membench_gate.model.metrics import explain, gate_kind, known_cell
 from membench_gate.reference import ReferenceMemory
 from membench_gate.suites import recall, veto
+from membench_gate.suites.common.fixtures import load_suite
 
 
 def write(folder: Path, name: str, data: object) -> None:

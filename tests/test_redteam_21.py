@@ -19,7 +19,7 @@ from gaterepo import push_pr
 from gitrepos import bare_origin, commit, git, github_env, pr_clone
 from memrepo import check, gate
 
-from membench_gate.results import dumps_baseline, parse_results
+from membench_gate.model.results import dumps_baseline, parse_results
 
 # Drops the source filter in the "oss" conversations (conv-06 and conv-10 of the built-in push
 # fixtures): it injects a page of another source on every turn there, a source-isolation

@@ -13,11 +13,11 @@ from cmarkgfm.cmark import Options
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from membench_gate import report
-from membench_gate.actions_env import annotation, format_outputs
-from membench_gate.gate import decide
-from membench_gate.report import COMMENT_LIMIT, escape_md, render
-from membench_gate.results import Baseline, Cell, Justification, Results
+from membench_gate.ci.actions_env import annotation, format_outputs
+from membench_gate.gate.rules import decide
+from membench_gate.model.results import Baseline, Cell, Justification, Results
+from membench_gate.report import render as report
+from membench_gate.report.render import COMMENT_LIMIT, escape_md, render
 
 HOSTILE = [
     "<img src=x onerror=alert(1)>",
@@ -163,7 +163,7 @@ def test_comment_stays_under_the_limit_with_100000_newly_failed_items() -> None:
 
 
 def test_template_is_the_shipped_one() -> None:
-    from membench_gate.measurement import data_dir
+    from membench_gate.files import data_dir
 
     assert (data_dir() / "templates" / "scoreboard.md.j2").is_file()
     assert Path(__file__).resolve().parent.parent.joinpath("templates/scoreboard.md.j2").is_file()
@@ -174,7 +174,7 @@ def test_shipped_json_schemas_are_up_to_date_and_validate_real_files(tmp_path: P
 
     import jsonschema
 
-    from membench_gate.schemas import MODELS, SCHEMA_DIR, schema_text
+    from membench_gate.model.schemas import MODELS, SCHEMA_DIR, schema_text
 
     for name, model in MODELS.items():
         assert (SCHEMA_DIR / f"{name}.schema.json").read_text() == schema_text(model), name
@@ -234,7 +234,7 @@ def test_odd_metric_names_and_missing_cells_render(tmp_path: Path) -> None:
 
 
 def test_an_error_report_names_the_reason_and_claims_no_cut() -> None:
-    from membench_gate.verdict import Verdict
+    from membench_gate.model.verdict import Verdict
 
     verdict = Verdict(verdict="error", exit_code=4, mode=None,
                       notes=["membench.toml: unknown key 'suits' (did you mean 'suites'?)"])

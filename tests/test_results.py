@@ -8,7 +8,7 @@ from membench_gate.errors import GateError
 
 
 def test_a_baseline_with_a_boolean_schema_version_is_refused() -> None:
-    from membench_gate.results import parse_baseline
+    from membench_gate.model.results import parse_baseline
 
     with pytest.raises(GateError) as caught:
         parse_baseline('{"schema_version": true}', "b.json")
@@ -17,7 +17,7 @@ def test_a_baseline_with_a_boolean_schema_version_is_refused() -> None:
 
 def test_a_verdict_file_read_as_results_or_baseline_says_what_it_is() -> None:
     # What a failed run leaves at its --out, handed to merge or check --results.
-    from membench_gate.results import parse_baseline, parse_results
+    from membench_gate.model.results import parse_baseline, parse_results
 
     verdict = '{"verdict": "error", "exit_code": 4, "notes": ["adapter crashed"]}'
     with pytest.raises(GateError, match=r"^r\.json: a verdict file \(verdict 'error'\), not a "

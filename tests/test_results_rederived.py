@@ -22,7 +22,7 @@ from conftest import REPO, assert_error_verdict, run_cli
 from gitrepos import bare_origin, clone, commit
 
 from membench_gate.config import parse_suite_options
-from membench_gate.results import canonical_dumps
+from membench_gate.model.canonical import canonical_dumps
 from membench_gate.suites import registry
 
 # A memory that drops its best hit: items fail that passed at the base.

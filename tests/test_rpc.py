@@ -20,9 +20,9 @@ import pytest
 from conftest import assert_error_verdict, run_cli, without_progress
 
 from membench_gate import Query, Record
-from membench_gate.adapter import query_to_wire
+from membench_gate.adapter.rpc import adapter_environment
+from membench_gate.adapter.types import query_to_wire
 from membench_gate.errors import GateError
-from membench_gate.rpc import adapter_environment
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -359,7 +359,7 @@ def test_a_foreign_runners_results_are_checked_against_the_shipped_schema(tmp_pa
     Schema, it is gated like a run of ours; broken, it is an ERROR naming the field."""
     import jsonschema
 
-    from membench_gate.schemas import SCHEMA_DIR
+    from membench_gate.model.schemas import SCHEMA_DIR
 
     subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
     (tmp_path / "membench.toml").write_text(ABSTENTION)
@@ -414,14 +414,14 @@ class Recorder:
 
 
 def _recorder(tmp_path: Path, options: dict) -> Any:
-    from membench_gate import rpc
+    from membench_gate.adapter import rpc
 
     (tmp_path / "batchrec.py").write_text(BATCH_RECORDER)
     return rpc.start(rpc.adapter_argv(None, "batchrec:Recorder"), tmp_path, options, 30.0)
 
 
 def test_ingest_is_sent_in_ordered_batches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from membench_gate import rpc
+    from membench_gate.adapter import rpc
 
     monkeypatch.setattr(rpc, "INGEST_BATCH", 3)
     with _recorder(tmp_path, {}) as client:
@@ -434,7 +434,7 @@ def test_ingest_is_sent_in_ordered_batches(tmp_path: Path, monkeypatch: pytest.M
 
 
 def test_a_failing_batch_stops_the_ingest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from membench_gate import rpc
+    from membench_gate.adapter import rpc
 
     monkeypatch.setattr(rpc, "INGEST_BATCH", 3)
     with pytest.raises(GateError) as failed, _recorder(tmp_path, {"fail_on_batch": 2}) as client:
@@ -537,8 +537,8 @@ def test_the_host_reads_request_lines_however_they_arrive(poll_s: float) -> None
     import threading
     import time
 
-    from membench_gate.host import requests_of
-    from membench_gate.polling import Poller
+    from membench_gate.adapter.host import requests_of
+    from membench_gate.adapter.polling import Poller
 
     big = b'{"records": "' + b"x" * (3 << 20) + b'"}\n'
     pieces = [b'{"a": 1}\n{"b"', b": 2}\n", big[:100], big[100:], b'{"c": 3}\n{"d": 4}\n{"tail"']
@@ -560,12 +560,12 @@ def test_the_host_reads_request_lines_however_they_arrive(poll_s: float) -> None
     assert lines == [b'{"a": 1}\n', b'{"b": 2}\n', big, b'{"c": 3}\n', b'{"d": 4}\n', b'{"tail"']
 
 
-# --- polling before a wait (membench_gate.polling) ---
+# --- polling before a wait (membench_gate.adapter.polling) ---
 
 
 def _poller_reading(tmp_path: Path, loadavg: str, budget_s: float = 300e-6) -> Any:
     """A poller of a fresh pipe whose view of the machine is ``loadavg`` (a real file)."""
-    from membench_gate.polling import Poller
+    from membench_gate.adapter.polling import Poller
 
     read, write = os.pipe()
     poller = Poller(read, budget_s)
@@ -604,7 +604,7 @@ def test_no_poll_with_a_single_cpu() -> None:
     if not hasattr(os, "sched_setaffinity"):
         pytest.skip("needs sched_setaffinity")
     code = ("import os; os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]}); "
-            "from membench_gate.polling import Poller; r, w = os.pipe(); os.write(w, b'x'); "
+            "from membench_gate.adapter.polling import Poller; r, w = os.pipe(); os.write(w, b'x'); "
             "p = Poller(r); print(p.budget_s, p.poll())")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO,
                           check=True)
@@ -623,7 +623,7 @@ def test_an_ended_adapter_is_reaped_only_after_its_process_group_is_stopped(
         tmp_path: Path) -> None:
     # Reaping frees the adapter's pid, which is also its process group's id: the group is
     # signalled first, while the id is still the adapter's (a zombie holds it), then reaped.
-    from membench_gate.rpc import AdapterProcess
+    from membench_gate.adapter.rpc import AdapterProcess
 
     process = AdapterProcess([sys.executable, "-c", "import sys; sys.exit(7)"], tmp_path, 10)
     pid = process.proc.pid

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from conftest import REPO, assert_error_verdict, run_cli, without_progress, write_config, write_json
 
-from membench_gate.metrics import REGISTRY
+from membench_gate.model.metrics import REGISTRY
 
 
 def without_receipt(text: str) -> str:
@@ -345,7 +345,7 @@ def test_help_is_laid_out_as_argparse_lays_it_out(columns: str | None) -> None:
     import argparse
     import shutil
 
-    from membench_gate import cli
+    from membench_gate.cli import main as cli
 
     env = {} if columns is None else {"COLUMNS": columns}
     with pytest.MonkeyPatch.context() as patch:

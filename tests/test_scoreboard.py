@@ -13,11 +13,11 @@ from pathlib import Path
 from markupsafe import Markup
 from test_report import parse, to_html
 
-from membench_gate.gate import decide
-from membench_gate.report import _easing, _environment, render
-from membench_gate.results import Baseline, Cell, Results
-from membench_gate.summary import verdict_summary
-from membench_gate.verdict import Breach
+from membench_gate.gate.rules import decide
+from membench_gate.model.results import Baseline, Cell, Results
+from membench_gate.model.verdict import Breach
+from membench_gate.report.render import _easing, _environment, render
+from membench_gate.report.summary import verdict_summary
 
 CONFIG = {"suites": {"veto": {"k": 5}, "abstention": {"k": 5, "lambdas": [1, 2, 5]},
                      "push": {"budget": 3}}}
@@ -236,7 +236,7 @@ def test_escaping_happens_in_one_place() -> None:
 
 
 def test_why_names_what_outranked_the_gold() -> None:
-    from membench_gate.findings import ItemStory
+    from membench_gate.report.findings import ItemStory
 
     hits = [("d-1", 0.9), ("d-2", 0.8), ("gold", 0.7)]
     assert ItemStory("c/x", "i", gold=["gold"], came_back=hits).why(5) == \
@@ -273,7 +273,7 @@ def test_an_item_id_that_reads_like_an_option_is_not_an_easing() -> None:
 
 
 def test_the_why_line_gives_rank_before_and_after_only_when_the_rank_fell_out() -> None:
-    from membench_gate.findings import ItemStory
+    from membench_gate.report.findings import ItemStory
 
     abstained = ItemStory("abstention/default", "p1", gold=["f1"], rank=1,
                           came_back=[("f1", 0.9)], abstained=True)

@@ -22,7 +22,7 @@ import pytest
 from conftest import assert_error_verdict, run_cli
 from sealkit import require_privilege, root_run, uid_processes, world_python
 
-from membench_gate import rpc, seal
+from membench_gate.adapter import rpc, seal
 from membench_gate.errors import GateError
 
 SECRETS = {"GITHUB_TOKEN": "ghs_secret", "GH_TOKEN": "t", "ACTIONS_RUNTIME_TOKEN": "t",
@@ -96,7 +96,7 @@ def _forget_the_seal() -> Iterator[None]:
 # -- the withheld environment: one list ------------------------------------------------------------
 
 def test_one_withheld_list_for_the_adapter_the_install_and_the_gates_child() -> None:
-    from membench_gate import action
+    from membench_gate.ci import action
 
     env = {"PATH": "/bin", "GITHUB_SHA": "abc", "ACTIONS_CACHE_URL": "c", **SECRETS}
     kept = {"PATH": "/bin", "GITHUB_SHA": "abc", "ACTIONS_CACHE_URL": "c"}
@@ -184,7 +184,7 @@ def test_every_command_that_starts_an_adapter_refuses_an_unsealed_run_with_seal(
     assert done.returncode == 4, done.stderr
     assert done.stderr.strip().splitlines() == [
         "membench-gate: error: cannot seal: no sandbox prepared (MEMBENCH_SEAL_DIR is not set: "
-        "the action's install step prepares one; elsewhere python -m membench_gate.seal "
+        "the action's install step prepares one; elsewhere python -m membench_gate.ci.sandbox "
         "prepare)"]
     if command == "check":  # the stale file is replaced, never left to be read as this run's
         assert_error_verdict(tmp_path / "verdict.json")
@@ -198,8 +198,8 @@ def test_the_verdict_and_the_report_say_whether_the_run_was_sealed(tmp_path: Pat
     assert verdict["isolation"] == "unsealed", done.stderr
     report = (tmp_path / "r.md").read_text()
     assert "**Unsealed:** the pull request's code ran as the gate's own user" in report
-    from membench_gate.report import render
-    from membench_gate.verdict import Verdict
+    from membench_gate.model.verdict import Verdict
+    from membench_gate.report.render import render
 
     sealed = render(Verdict(verdict="error", exit_code=4, mode=None, notes=["x"],
                             isolation="sealed"), None, None, limit=None)
@@ -329,7 +329,7 @@ def test_a_sandbox_process_that_survives_the_sweep_is_an_error(
 
 
 def test_an_interpreter_other_users_cannot_run_means_no_seal(tmp_path: Path) -> None:
-    from membench_gate.sandbox import Request, prepare
+    from membench_gate.ci.sandbox import Request, prepare
 
     require_privilege(sudo=False)
     closed = tmp_path / "closed"

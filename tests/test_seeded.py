@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from membench_gate.seeded import permutation
+from membench_gate.suites.common.seeded import permutation
 
 SEEDS = [0, 1, 2, 7, 42, 1234, 2**31 - 1, 2**32 - 1, 2**32, 2**64 + 5, 2**130 + 3]
 

@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 from conftest import run_cli, write_adapter_config
 
-from membench_gate.adapter import Answer, Query, Record, Session
+from membench_gate.adapter.types import Answer, Query, Record, Session
 from membench_gate.config import load_config
-from membench_gate.mutants import MUTANTS, Mutant
-from membench_gate.runner import run
-from membench_gate.selftest import read_report, sensitivity_markdown
+from membench_gate.run.runner import run
+from membench_gate.selftest.mutants import MUTANTS, Mutant
+from membench_gate.selftest.sensitivity import read_report, sensitivity_markdown
 
 
 def full_config(folder: Path, target: str = "membench_gate.reference:ReferenceMemory") -> Path:
@@ -129,7 +129,7 @@ def test_a_metric_already_at_its_worst_is_named_as_such(tmp_path: Path) -> None:
 ])
 def test_at_worst_knows_each_metrics_direction_and_range(name: str, value: float,
                                                          worst: bool) -> None:
-    from membench_gate.metrics import at_worst
+    from membench_gate.model.metrics import at_worst
 
     assert at_worst(name, value) is worst
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from membench_gate.ci.settings import Context, Settings
 from membench_gate.errors import GateError
-from membench_gate.settings import Context, Settings
 
 
 def test_outside_actions_everything_takes_its_default() -> None:

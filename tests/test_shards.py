@@ -22,9 +22,9 @@ from hypothesis import strategies as st
 
 from membench_gate.config import parse_suite_options
 from membench_gate.errors import GateError
-from membench_gate.merge import merge
-from membench_gate.results import Cell, Receipt, Results, dumps_results, parse_results
-from membench_gate.shard import Shard, parse_shard, shard_index
+from membench_gate.model.results import Cell, Receipt, Results, dumps_results, parse_results
+from membench_gate.run.merge import merge
+from membench_gate.run.shard import Shard, parse_shard, shard_index
 from membench_gate.suites import Records, registry
 
 CONFIG = {

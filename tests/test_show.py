@@ -10,7 +10,7 @@ import pytest
 from conftest import run_cli
 from gitrepos import commit, git, init
 
-from membench_gate.runner import ProgressReporter
+from membench_gate.run.runner import ProgressReporter
 
 PROJECT = Path(__file__).resolve().parent.parent
 CONFIG = """\

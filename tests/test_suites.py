@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from conftest import BUILTIN, REPO, run_cli, write_adapter_config
 
-from membench_gate.metrics import gate_kind
+from membench_gate.model.metrics import gate_kind
 
 LAMBDAS = (1, 2, 5, 10)
 CONTROLS = ("control_floor_off", "control_shuffled")

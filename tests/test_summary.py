@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from membench_gate.gate import decide
-from membench_gate.results import Cell, Results
-from membench_gate.summary import metric_text, run_summary, verdict_summary
+from membench_gate.gate.rules import decide
+from membench_gate.model.results import Cell, Results
+from membench_gate.report.summary import metric_text, run_summary, verdict_summary
 
 
 def results(recall: float, failed: list[str], gold_total: int = 4) -> Results:

@@ -10,9 +10,10 @@ import sys
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from membench_gate.gate import breach_keys, decide
-from membench_gate.results import Baseline, Cell, canonical_dumps
-from membench_gate.verdict import Breach, Breaches, ItemBreaches, Verdict
+from membench_gate.gate.rules import breach_keys, decide
+from membench_gate.model.canonical import canonical_dumps
+from membench_gate.model.results import Baseline, Cell
+from membench_gate.model.verdict import Breach, Breaches, ItemBreaches, Verdict
 
 ids = st.text(alphabet="abc:#<>@|_ -1", min_size=1, max_size=6)
 cells = st.sampled_from(["veto/files_known", "veto/files_unknown", "abstention/default"])
@@ -192,9 +193,10 @@ def test_same_content_knows_every_field_of_a_cell() -> None:
 
 
 def test_the_data_modules_do_not_import_the_rules() -> None:
-    code = ("import sys, membench_gate.schemas, membench_gate.verdict, membench_gate.results; "
-            "print(sorted(m for m in sys.modules if m in ('membench_gate.gate', "
-            "'membench_gate.justify')))")
+    code = ("import sys, membench_gate.model.schemas, membench_gate.model.verdict, "
+            "membench_gate.model.results; "
+            "print(sorted(m for m in sys.modules if m in ('membench_gate.gate.rules', "
+            "'membench_gate.gate.justify')))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True)
     assert done.stdout.strip() == "[]"

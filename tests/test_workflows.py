@@ -83,7 +83,7 @@ def _snippets(path: Path) -> list[object]:
 def shipped_workflows(tmp_path: Path) -> dict[str, object]:
     """Every workflow a user or this repository runs: the repository's own, the examples, the
     snippets of the README and the docs, and what ``init`` writes (either kind of adapter)."""
-    from membench_gate.init import WORKFLOW, plan
+    from membench_gate.commands.init import WORKFLOW, plan
 
     shipped: dict[str, object] = {p.relative_to(ROOT).as_posix(): yaml.safe_load(p.read_text())
                                   for p in WORKFLOWS}

@@ -12,8 +12,9 @@ import pytest
 from conftest import BUILTIN, TESTS, run_cli
 
 from membench_gate import Query, Session, Turn
-from membench_gate.fixtures import keyword_in, load_suite
-from membench_gate.reference import ReferenceMemory, extract, sentences
+from membench_gate.reference import ReferenceMemory
+from membench_gate.reference.memory import extract, sentences
+from membench_gate.suites.common.fixtures import keyword_in, load_suite
 
 SESSIONS = BUILTIN / "writeback" / "sessions"
 

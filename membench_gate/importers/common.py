@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from membench_gate.errors import GateError
-from membench_gate.results import read_text
+from membench_gate.files import read_text
 
 IMPORTER_VERSION = 1
 
@@ -178,7 +178,7 @@ def source_record(imported: Imported) -> dict[str, Any]:
 
 def write_folder(imported: Imported, out: Path) -> None:
     """Write the fixture files and ``SOURCE.json`` (each atomically; nothing before all is built)."""
-    from membench_gate.results import write_atomic
+    from membench_gate.files import write_atomic
 
     if out.exists() and not out.is_dir():
         raise GateError(f"--out {out}: exists and is not a folder")
@@ -193,7 +193,7 @@ def write_folder(imported: Imported, out: Path) -> None:
 def _check_loadable(suite: str, texts: dict[str, str], out: Path) -> None:
     """Load the fixtures exactly as a run will, before writing anything: what the source holds
     but a fixture may not (a stale trap aimed at a superseded decision, …) is an error now."""
-    from membench_gate.fixtures import load_suite
+    from membench_gate.suites.common.fixtures import load_suite
 
     with tempfile.TemporaryDirectory(prefix="membench-import-") as scratch:
         for name, text in texts.items():

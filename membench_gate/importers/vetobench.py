@@ -28,7 +28,7 @@ TRAPS = ("direct", "implicit", "stale-named", "stale-unnamed")
 
 
 def _date(fields: Fields, key: str, required: bool) -> str | None:
-    from membench_gate.fixtures import parse_time
+    from membench_gate.suites.common.fixtures import parse_time
 
     value = fields.text(key, required)
     if value is not None:

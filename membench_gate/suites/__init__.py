@@ -23,7 +23,7 @@ Every record also keeps the answer it was scored on (``hits`` and ``abstained``,
 for push; an answer asked again for a derived cell under the key the suite's ``ANSWERS`` names),
 and ``run`` reads nothing of the adapter but those answers: a results file is re-derived by
 replaying ``run`` with a session that gives each item its recorded answer
-(:mod:`membench_gate.rederive`).
+(:mod:`membench_gate.run.rederive`).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from membench_gate.adapter import Hit
+    from membench_gate.adapter.types import Hit
 
 
 Progress = Callable[[str, int, int], None]

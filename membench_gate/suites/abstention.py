@@ -18,16 +18,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from membench_gate.adapter import Answer, Query, Record
+from membench_gate.adapter.types import Answer, Query, Record
 from membench_gate.config import AbstentionOptions
-from membench_gate.fixtures import Probe, SuiteFixtures
-from membench_gate.measurement import SCORER_VERSIONS
-from membench_gate.metrics import DERIVED_CELLS, net_metric
-from membench_gate.seeded import permutation
+from membench_gate.model.metrics import DERIVED_CELLS, net_metric
 from membench_gate.suites import Progress, Records, SuiteRun, hit_list, outcome, ratio
+from membench_gate.suites.common.fixtures import Probe, SuiteFixtures
+from membench_gate.suites.common.folders import SCORER_VERSIONS
+from membench_gate.suites.common.seeded import permutation
 
 if TYPE_CHECKING:  # only for annotations: checking a results file never imports the client
-    from membench_gate.rpc import SuiteSession
+    from membench_gate.adapter.rpc import SuiteSession
 
 SCORER_VERSION = SCORER_VERSIONS["abstention"]
 # The controls are judged from the records of abstention/default: a merge recomputes them.

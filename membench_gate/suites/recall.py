@@ -21,14 +21,14 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-from membench_gate.adapter import Answer, Query, Record
+from membench_gate.adapter.types import Answer, Query, Record
 from membench_gate.config import RecallOptions
-from membench_gate.fixtures import CorpusItem, RecallQuery, SuiteFixtures, parse_time
-from membench_gate.measurement import SCORER_VERSIONS
 from membench_gate.suites import Progress, Records, SuiteRun, hit_list, outcome, ratio
+from membench_gate.suites.common.fixtures import CorpusItem, RecallQuery, SuiteFixtures, parse_time
+from membench_gate.suites.common.folders import SCORER_VERSIONS
 
 if TYPE_CHECKING:  # only for annotations: checking a results file never imports the client
-    from membench_gate.rpc import SuiteSession
+    from membench_gate.adapter.rpc import SuiteSession
 
 SCORER_VERSION = SCORER_VERSIONS["recall"]
 DEFAULT_CELL = "default"

@@ -17,14 +17,14 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-from membench_gate.adapter import Query, Record
+from membench_gate.adapter.types import Query, Record
 from membench_gate.config import VetoOptions
-from membench_gate.fixtures import SuiteFixtures, parse_time, predecessors
-from membench_gate.measurement import SCORER_VERSIONS
 from membench_gate.suites import Progress, Records, SuiteRun, hit_list, outcome, ratio
+from membench_gate.suites.common.fixtures import SuiteFixtures, parse_time, predecessors
+from membench_gate.suites.common.folders import SCORER_VERSIONS
 
 if TYPE_CHECKING:  # only for annotations: checking a results file never imports the client
-    from membench_gate.rpc import SuiteSession
+    from membench_gate.adapter.rpc import SuiteSession
 
 SCORER_VERSION = SCORER_VERSIONS["veto"]
 CONDITIONS = ("files_known", "files_unknown")

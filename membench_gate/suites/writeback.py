@@ -20,15 +20,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from membench_gate.adapter import Answer, Hit, Query, Session, Turn
+from membench_gate.adapter.types import Answer, Hit, Query, Session, Turn
 from membench_gate.config import WritebackOptions
 from membench_gate.errors import GateError
-from membench_gate.fixtures import SuiteFixtures, WritebackSession, keyword_in
-from membench_gate.measurement import SCORER_VERSIONS
 from membench_gate.suites import Progress, Records, SuiteRun, outcome, ratio
+from membench_gate.suites.common.fixtures import SuiteFixtures, WritebackSession, keyword_in
+from membench_gate.suites.common.folders import SCORER_VERSIONS
 
 if TYPE_CHECKING:  # only for annotations: checking a results file never imports the client
-    from membench_gate.rpc import SuiteSession
+    from membench_gate.adapter.rpc import SuiteSession
 
 SCORER_VERSION = SCORER_VERSIONS["writeback"]
 

@@ -1,0 +1,674 @@
+"""The one boundary to a memory system: a child process speaking JSON-RPC 2.0 over stdio.
+
+The gate starts the adapter (``[adapter] command``, or the built-in host for ``[adapter] python``),
+sends one request at a time and waits at most ``[adapter] timeout`` seconds for each answer,
+``initialize`` (start-up and imports) included, and never past the end of the command's time
+budget (:mod:`membench_gate.budget`). Whatever the memory system does — crash, hang,
+``sys.exit``, ``chdir``, print to stdout — happens in its own process: the gate sees a timeout, an
+end of output or a malformed line, kills the process and raises one :class:`GateError` naming the
+call and the item, with the adapter's last stderr lines as detail.
+
+:class:`SuiteSession` is what a suite calls. It checks every answer against the contract (at most
+``k`` hits, unique ids, ids ingested since the last ``reset``, finite scores best first, a boolean
+``abstain``), so a suite only ever scores answers that mean what the protocol says.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import queue
+import select
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import deque
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from membench_gate import budget
+from membench_gate.adapter import seal
+from membench_gate.adapter.polling import POLL_S, Poller
+from membench_gate.adapter.types import (
+    PROTOCOL_VERSION,
+    Answer,
+    Hit,
+    Query,
+    Record,
+    Session,
+    default_push,
+    query_to_wire,
+    record_to_wire,
+    session_to_wire,
+)
+from membench_gate.errors import GateError
+
+STDERR_LINES = 50
+STDERR_LINE_CHARS = 2000
+EXIT_CHECK_S = 0.2  # how often a wait for an answer checks whether the adapter process ended
+SHUTDOWN_GRACE_S = 5.0
+MAX_LINE_BYTES = 256 * 1024 * 1024
+# Records per ``ingest`` request: large enough that a 100k-record corpus is a hundred round trips,
+# small enough that one request stays a few megabytes.
+INGEST_BATCH = 2000
+_SELECTABLE_PIPES = os.name == "posix"
+# A write this small fits an empty pipe's buffer on every POSIX system, so it never blocks.
+_PIPE_SAFE_BYTES = 4096
+# After a kill, how long the last stderr lines may take to arrive (a loaded runner is slow).
+STDERR_DRAIN_S = 5.0
+
+
+def adapter_environment(env: Mapping[str, str]) -> dict[str, str]:
+    """The gate's environment minus GitHub credentials, runner file-command paths and the
+    runner's temp folder (:func:`membench_gate.adapter.seal.withhold`: one list, used everywhere)."""
+    return seal.withhold(env)
+
+
+class _NotJSONNumber(ValueError):
+    """``NaN``, ``Infinity`` or ``-Infinity`` in a line: Python's JSON reads them, JSON has none."""
+
+
+def _reject_constant(name: str) -> Any:
+    raise _NotJSONNumber(f"{name} is not JSON")
+
+
+# Built once: ``json.dumps``/``json.loads`` with options build a new coder on every call.
+_encode = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode
+_decode = json.JSONDecoder(parse_constant=_reject_constant).decode
+
+
+@dataclass
+class _Where:
+    """Which call, for which suite and item: every adapter error names them."""
+
+    method: str
+    suite: str | None = None
+    item: str | None = None
+
+    def __str__(self) -> str:
+        parts = [f"suite {self.suite}"] if self.suite else []
+        if self.item:
+            parts.append(f"item {self.item}")
+        return f"adapter {self.method}() failed" + (f" in {', '.join(parts)}" if parts else "")
+
+
+class AdapterProcess:
+    """A started adapter: requests in on stdin, responses out on stdout, logs kept from stderr."""
+
+    def __init__(self, argv: Sequence[str], cwd: Path, timeout: float,
+                 env: Mapping[str, str] | None = None) -> None:
+        self.argv = list(argv)
+        self.cwd = cwd
+        self.timeout = timeout
+        self._next_id = 0
+        self._stderr: deque[str] = deque(maxlen=STDERR_LINES)
+        self._lines: queue.Queue[bytes | None] = queue.Queue()
+        self._dead = False
+        self._exit_by: float | None = None  # set by shutdown: kill waits for the exit until then
+        # Sealed (in CI), the adapter is the sandbox user's process, in the sealed copy; else the
+        # gate's own user's, here. Either way on the memory's interpreter when one was prepared.
+        sandbox = seal.current()
+        popen = sandbox.popen if sandbox is not None else subprocess.Popen
+        try:
+            self.proc = popen(
+                self.argv, cwd=cwd, env=adapter_environment(os.environ if env is None else env),
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                start_new_session=True,  # so a kill reaches the adapter's own children too
+            )
+        except FileNotFoundError as exc:
+            raise GateError(f"adapter: cannot start {self.argv[0]!r}: no such executable "
+                            f"(adapter.command, started in {cwd})") from exc
+        except PermissionError as exc:
+            raise GateError(f"adapter: cannot start {self.argv[0]!r}: permission denied "
+                            "(adapter.command: is it executable?)") from exc
+        except OSError as exc:
+            raise GateError(f"adapter: cannot start {self.argv[0]!r}: {exc.strerror or exc}") from exc
+        self._sealed = seal.started()  # handed back by kill(): the last one sweeps the sandbox
+        self._buffer = bytearray()
+        self._scanned = 0  # how much of the buffer is known to hold no newline
+        self._eof = False
+        # How long the last answer to each method took. The gate polls for an answer only when
+        # the last one to the same method came within twice the poll budget: it never spins long
+        # while an adapter computes (membench_gate.adapter.polling).
+        self._latency: dict[str, float] = {}
+        if _SELECTABLE_PIPES:
+            assert self.proc.stdout is not None
+            self._fd = self.proc.stdout.fileno()
+            self._poller = Poller(self._fd)
+        else:
+            threading.Thread(target=self._read_stdout, daemon=True).start()
+        self._stderr_done = threading.Event()
+        threading.Thread(target=self._read_stderr, daemon=True).start()
+
+    # --- reading: the main thread waits for a line with a deadline, never longer ---
+
+    def _readline(self, timeout: float | None, poll: bool = False) -> bytes | None:
+        """The next line of stdout (its newline kept), ``None`` at the end of output; raises
+        ``queue.Empty`` when ``timeout`` passes first. An unterminated last line is returned as
+        it is, and a line over :data:`MAX_LINE_BYTES` is cut there (both are protocol errors).
+        With ``poll`` (an answer expected within microseconds) it polls before it blocks.
+
+        The deadline holds while output keeps coming, too (a line that takes longer than the
+        timeout to arrive is late), and a long line costs time in proportion to its length: the
+        buffer grows in place and each search starts where the last one ended."""
+        if not _SELECTABLE_PIPES:
+            return self._lines.get(timeout=timeout)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        buffer = self._buffer
+        while True:
+            end = buffer.find(b"\n", self._scanned)
+            if end >= 0:
+                line = bytes(buffer[:end + 1])
+                del buffer[:end + 1]
+                self._scanned = 0
+                return line
+            self._scanned = len(buffer)
+            if self._eof or len(buffer) > MAX_LINE_BYTES:
+                line = bytes(buffer)
+                buffer.clear()
+                self._scanned = 0
+                return line or None
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left < 0:
+                raise queue.Empty
+            if not (poll and self._poller.poll()) and not self._readable(left):
+                continue  # the adapter ended, or the deadline is checked again
+            chunk = os.read(self._fd, 1 << 20)
+            if chunk:
+                buffer += chunk
+            else:
+                self._eof = True
+
+    def _readable(self, left: float | None) -> bool:
+        """Wait at most ``left`` seconds for output. Output can also stay open after the adapter
+        process has ended (a child it started holds it): that is the end of its output too, once
+        what it wrote before it ended has been read."""
+        step = EXIT_CHECK_S if left is None else min(left, EXIT_CHECK_S)
+        if select.select([self._fd], [], [], step)[0]:
+            return True
+        if self._ended(0) is not None and not select.select([self._fd], [], [], 0)[0]:
+            self._eof = True
+        return False
+
+    def _read_stdout(self) -> None:
+        """Where pipes cannot be selected (Windows): a thread feeds complete lines to a queue."""
+        stream = self.proc.stdout
+        assert stream is not None
+        try:
+            while True:
+                line = stream.readline(MAX_LINE_BYTES + 1)
+                if not line:
+                    break
+                self._lines.put(line)
+        except (OSError, ValueError):
+            pass
+        self._lines.put(None)
+
+    def _read_stderr(self) -> None:
+        stream = self.proc.stderr
+        assert stream is not None
+        try:
+            for raw in stream:
+                kept = raw.decode("utf-8", "replace").rstrip("\r\n")
+                if len(kept) > STDERR_LINE_CHARS:  # one line of megabytes would flood the error
+                    kept = kept[:STDERR_LINE_CHARS] + f" … ({len(kept)} characters)"
+                self._stderr.append(kept)
+        except (OSError, ValueError):
+            pass
+        self._stderr_done.set()
+
+    @property
+    def alive(self) -> bool:
+        """False once the process was stopped or killed (after any failure)."""
+        return not self._dead
+
+    def stderr_tail(self) -> list[str]:
+        return list(self._stderr)
+
+    # --- calls ---
+
+    def _fail(self, where: _Where, why: str) -> GateError:
+        """Kill the process and build the error, with its last stderr lines as detail."""
+        return self._stopped(GateError(f"{where}: {why}"))
+
+    def _stopped(self, error: GateError) -> GateError:
+        """Kill the process; ``error`` with the process's last stderr lines as detail."""
+        self.kill()
+        self._stderr_done.wait(STDERR_DRAIN_S)
+        error.detail = self.stderr_tail()
+        return error
+
+    def call(self, method: str, params: Mapping[str, Any], suite: str | None = None,
+             item: str | None = None) -> Any:
+        """Send one request and return its ``result``; any failure kills the process."""
+        where = _Where(method, suite, item)
+        return self.receive(self.send(where, params), where)
+
+    def send(self, where: _Where, params: Mapping[str, Any]) -> int:
+        """Write one request (in a thread: a process that stops reading cannot block the gate)."""
+        return self.send_encoded(where, self.encode(where, params))
+
+    def encode(self, where: _Where, params: Mapping[str, Any]) -> bytes:
+        """The line of the next request (its id is the next one sent)."""
+        try:
+            payload = _encode({"jsonrpc": "2.0", "id": self._next_id + 1, "method": where.method,
+                               "params": params})
+        except (ValueError, TypeError) as exc:
+            raise GateError(f"{where}: the request cannot be encoded as JSON ({exc})") from exc
+        return (payload + "\n").encode("utf-8")
+
+    def send_encoded(self, where: _Where, data: bytes) -> int:
+        """Write a line built by :meth:`encode` (before any other request is sent)."""
+        if self._dead:
+            raise GateError(f"{where}: the adapter process has already stopped")
+        self._next_id += 1
+        self._sent_at = time.monotonic()
+        if len(data) <= _PIPE_SAFE_BYTES:
+            self._write(data)  # the adapter has read every earlier request: this cannot block
+        else:
+            threading.Thread(target=self._write, args=(data,), daemon=True).start()
+        return self._next_id
+
+    def receive(self, ident: int, where: _Where) -> Any:
+        """Wait for the response to request ``ident``: at most ``timeout`` seconds, and never
+        past the end of the command's time budget (:mod:`membench_gate.budget`)."""
+        quick = self._latency.get(where.method, math.inf) < 2 * POLL_S
+        wait = self.timeout if self.timeout > 0 else None
+        limit = budget.current()
+        if limit is not None and (wait is None or limit.left() < wait):
+            wait = max(0.0, limit.left())
+        else:
+            limit = None  # the call's own timeout ends the wait first
+        try:
+            line = self._readline(wait, poll=quick)
+        except queue.Empty:
+            if limit is not None:
+                raise self._stopped(limit.ran_out(where.method, where.suite, where.item)) \
+                    from None
+            raise self._fail(where, f"no answer within {self.timeout:g}s ([adapter] timeout)") \
+                from None
+        if line is None:
+            code = self._exit_code()
+            raise self._fail(where, "the adapter process ended without answering"
+                             + (f" (exit code {code})" if code is not None else ""))
+        self.last_latency = self._latency[where.method] = time.monotonic() - self._sent_at
+        return self._result(where, ident, line)
+
+    def _write(self, data: bytes) -> None:
+        stream = self.proc.stdin
+        try:
+            assert stream is not None
+            stream.write(data)
+            stream.flush()
+        except (OSError, ValueError):
+            pass  # the process is gone: the reader sees the end of its output
+
+    def _exit_code(self) -> int | None:
+        return self._ended(1.0)
+
+    def _ended(self, timeout: float) -> int | None:
+        """The adapter's exit status once it has ended (waiting up to ``timeout`` seconds), else
+        None — without reaping it: until :meth:`kill` has signalled its process group, the
+        group's id must stay the adapter's own, never one the system could hand out again."""
+        deadline, pause = time.monotonic() + timeout, 0.0005
+        while True:
+            status = self._status()
+            if status is not None or time.monotonic() >= deadline:
+                return status
+            time.sleep(pause)
+            pause = min(pause * 2, 0.05)
+
+    def _status(self) -> int | None:
+        if self.proc.returncode is not None or not hasattr(os, "waitid"):
+            return self.proc.poll()
+        try:
+            info = os.waitid(os.P_PID, self.proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        except ChildProcessError:
+            return self.proc.poll()
+        if info is None:
+            return None
+        return info.si_status if info.si_code == os.CLD_EXITED else -info.si_status
+
+    def _result(self, where: _Where, ident: int, line: bytes) -> Any:
+        if not line.endswith(b"\n"):
+            if len(line) > MAX_LINE_BYTES:
+                raise self._fail(where, f"a response line longer than {MAX_LINE_BYTES} bytes")
+            raise self._fail(where, f"an incomplete line on stdout (no newline before the end of "
+                             f"output): {_excerpt(line)}")
+        try:
+            text = line.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise self._fail(where, f"a line on stdout that is not UTF-8 ({exc.reason} at byte "
+                             f"{exc.start}): {_excerpt(line)}") from None
+        try:
+            message = _decode(text)
+        except _NotJSONNumber as exc:
+            if line.lstrip().startswith(b"{"):  # a response, with NaN or Infinity for a number
+                raise self._fail(where, f"{exc} in a response (JSON has no NaN or Infinity: "
+                                 f"send finite numbers): {_excerpt(line)}") from None
+            raise self._fail(where, f"a line on stdout that is not JSON: {_excerpt(line)} "
+                             "(stdout is for the protocol only; log to stderr)") from None
+        except (ValueError, RecursionError):
+            raise self._fail(where, f"a line on stdout that is not JSON: {_excerpt(line)} "
+                             "(stdout is for the protocol only; log to stderr)") from None
+        if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+            raise self._fail(where, f"not a JSON-RPC 2.0 response: {_excerpt(line)}")
+        if "id" not in message:
+            raise self._fail(where, f"a message without an id (a notification?), expected the "
+                             f"response to id {ident}: {_excerpt(line)}")
+        if message.get("id") != ident or isinstance(message.get("id"), bool):
+            raise self._fail(where, f"a response to id {message.get('id')!r:.40}, expected {ident}")
+        if "error" in message:
+            error = message["error"]
+            if isinstance(error, dict):
+                text = f"error {error.get('code')!r:.20} from the adapter: {error.get('message')}"
+            else:
+                text = f"error from the adapter: {error!r}"
+            raise self._fail(where, _one_line(text))
+        if "result" not in message:
+            raise self._fail(where, f"a response with neither result nor error: {_excerpt(line)}")
+        return message["result"]
+
+    def violation(self, where: _Where, why: str) -> GateError:
+        """An answer that breaks the contract: the process is killed like any failure."""
+        return self._fail(where, why)
+
+    # --- stopping ---
+
+    def shutdown(self, wait: bool = True) -> None:
+        """``shutdown``, close stdin, give the process 5 s to exit, then kill it.
+
+        With ``wait`` false the process exits while the gate goes on (writing its results);
+        :meth:`kill` then waits for what is left of the 5 s before it kills."""
+        if self._dead:
+            return
+        try:
+            self.timeout = min(self.timeout, SHUTDOWN_GRACE_S) if self.timeout > 0 \
+                else SHUTDOWN_GRACE_S
+            self.call("shutdown", {})
+        except GateError:
+            return  # results are complete; a process that misbehaves on the way out is just killed
+        try:
+            if self.proc.stdin:
+                self.proc.stdin.close()
+        except OSError:
+            pass
+        self._dead, self._exit_by = True, time.monotonic() + SHUTDOWN_GRACE_S
+        if wait:
+            self.kill()
+
+    def kill(self) -> None:
+        """Stop the process: at once, or after a ``shutdown`` when the grace period ends."""
+        self._dead = True
+        if self._exit_by is not None:
+            self._ended(max(0.0, self._exit_by - time.monotonic()))
+            self._exit_by = None
+        # The whole process group, even when the adapter itself has ended: a child it started
+        # (a server, a worker) must not outlive the run. The adapter is reaped only after this.
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (OSError, AttributeError):
+            if self.proc.poll() is None:
+                with suppress(OSError):
+                    self.proc.kill()
+        try:
+            # Sealed, what left the group (a detached child, a daemon) is the sandbox user's
+            # still: every process of that user is killed once no adapter is live.
+            if self._sealed:
+                self._sealed = False
+                seal.release()
+        finally:
+            with suppress(subprocess.TimeoutExpired):
+                self.proc.wait(timeout=5)
+            for stream in (self.proc.stdin, self.proc.stdout):
+                try:
+                    if stream:
+                        stream.close()
+                except OSError:
+                    pass
+            if _SELECTABLE_PIPES:
+                self._poller.close()
+
+
+def _excerpt(line: bytes) -> str:
+    text = line.decode("utf-8", "replace").strip()
+    return repr(text[:120] + ("…" if len(text) > 120 else ""))
+
+
+def _one_line(text: str) -> str:
+    text = " ".join(text.split())
+    return text[:400] if text else "(no message)"
+
+
+@dataclass
+class Capabilities:
+    push: bool = False
+    write: bool = False
+
+
+@dataclass
+class AdapterClient:
+    """An initialized adapter process: its name, capabilities, and the sessions suites call."""
+
+    process: AdapterProcess
+    name: str
+    capabilities: Capabilities
+    latencies: dict[str, list[float]] = field(default_factory=dict)
+
+    def session(self, suite: str) -> SuiteSession:
+        return SuiteSession(self, suite)
+
+    def call(self, method: str, params: Mapping[str, Any], suite: str | None,
+             item: str | None) -> Any:
+        where = _Where(method, suite, item)
+        return self._receive(self.process.send(where, params), where)
+
+    def call_each(self, method: str, requests: Iterable[Mapping[str, Any]], suite: str | None,
+                  item: str | None) -> None:
+        """Call ``method`` once per params, in order, results unused. Still one request at a
+        time, but each request is built and encoded while the adapter works on the one before."""
+        where, sent = _Where(method, suite, item), None
+        for params in requests:
+            line = self.process.encode(where, params)
+            if sent is not None:
+                self._receive(sent, where)
+            sent = self.process.send_encoded(where, line)
+        if sent is not None:
+            self._receive(sent, where)
+
+    def _receive(self, ident: int, where: _Where) -> Any:
+        result = self.process.receive(ident, where)
+        self.latencies.setdefault(where.method, []).append(self.process.last_latency)
+        return result
+
+
+def adapter_argv(command: Sequence[str] | None, python: str | None,
+                 extra_paths: Sequence[Path] = ()) -> list[str]:
+    """The argv that starts the adapter: its own command, or the built-in host for a Python one."""
+    if command:
+        return list(command)
+    # The memory's own interpreter when a sandbox was prepared (install: installed it there), the
+    # gate's otherwise; the paths are where the adapter's process sees them (the sealed copy).
+    sandbox = seal.current()
+    interpreter = sandbox.python if sandbox is not None else None
+    argv = [str(interpreter or sys.executable), "-m", "membench_gate.host", str(python)]
+    for folder in extra_paths:
+        argv += ["--path", str(sandbox.place(folder) if sandbox is not None else folder)]
+    return argv
+
+
+class Handshake:
+    """``initialize`` sent but not yet answered: the gate loads its fixtures meanwhile, while the
+    adapter starts up and imports its dependencies."""
+
+    def __init__(self, process: AdapterProcess, options: Mapping[str, Any]) -> None:
+        self.process = process
+        self.options = dict(options)
+        self.where = _Where("initialize")
+        self.ident = process.send(self.where, {"protocol": PROTOCOL_VERSION,
+                                               "options": self.options})
+
+    def finish(self) -> AdapterClient:
+        """The answer: protocol version, name and capabilities, checked."""
+        process, where = self.process, self.where
+        result = process.receive(self.ident, where)
+        if not isinstance(result, dict):
+            raise process.violation(where, f"initialize must return an object, got "
+                                    f"{_short(result)}")
+        if result.get("protocol") != PROTOCOL_VERSION:
+            raise process.violation(where, f"the adapter speaks protocol "
+                                    f"{_short(result.get('protocol'))}; this gate speaks "
+                                    f"{PROTOCOL_VERSION}")
+        caps = result.get("capabilities", {})
+        if not isinstance(caps, dict) or any(
+                not isinstance(caps.get(name, False), bool) for name in ("push", "write")):
+            raise process.violation(where, 'capabilities must be {"push": bool, "write": bool}')
+        name = result.get("name")
+        return AdapterClient(process, name if isinstance(name, str) and name else "adapter",
+                             Capabilities(bool(caps.get("push")), bool(caps.get("write"))))
+
+
+def launch(argv: Sequence[str], cwd: Path, timeout: float, options: Mapping[str, Any],
+           env: Mapping[str, str] | None = None) -> Handshake:
+    """Start the adapter and send ``initialize`` without waiting for the answer."""
+    process = AdapterProcess(argv, cwd, timeout, env)
+    try:
+        return Handshake(process, options)
+    except BaseException:  # initialize could not be sent: the started process must not linger
+        process.kill()
+        raise
+
+
+@contextmanager
+def start(argv: Sequence[str], cwd: Path, options: Mapping[str, Any], timeout: float,
+          env: Mapping[str, str] | None = None) -> Iterator[AdapterClient]:
+    """Start and initialize the adapter; shut it down (or kill it) when the block ends."""
+    process = AdapterProcess(argv, cwd, timeout, env)
+    try:
+        client = Handshake(process, options).finish()
+        yield client
+        process.shutdown()
+    finally:
+        process.kill()
+
+
+class SuiteSession:
+    """The adapter as one suite sees it: every answer checked against the contract (docs/adapters.md)."""
+
+    def __init__(self, client: AdapterClient, suite: str) -> None:
+        self.client = client
+        self.suite = suite
+        # Ids the store may answer with: those ingested since the last reset. ``None`` while the
+        # store holds what the memory wrote itself (the writeback suite): its ids are its own.
+        self.known: set[str] | None = set()
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return self.client.capabilities
+
+    def _call(self, method: str, params: Mapping[str, Any], item: str | None) -> Any:
+        return self.client.call(method, params, self.suite, item)
+
+    def _violation(self, method: str, item: str | None, why: str) -> GateError:
+        return self.client.process.violation(_Where(method, self.suite, item), why)
+
+    def reset(self, item: str | None = None) -> None:
+        self._call("reset", {}, item)
+        self.known = set()
+
+    def ingest(self, records: Sequence[Record], item: str | None = None) -> None:
+        """Store ``records``, in order, in batches of :data:`INGEST_BATCH`."""
+        records = list(records)
+        self.client.call_each("ingest", (
+            {"records": [record_to_wire(r) for r in records[start_at:start_at + INGEST_BATCH]]}
+            for start_at in range(0, len(records), INGEST_BATCH)), self.suite, item)
+        if self.known is None:
+            self.known = set()
+        self.known.update(r.id for r in records)
+
+    def write(self, session: Session, item: str | None = None) -> None:
+        if not self.capabilities.write:
+            raise GateError(f"suite {self.suite} needs the memory's write path, and the adapter "
+                            f"{self.client.name!r} does not declare capabilities.write")
+        self._call("write", {"session": session_to_wire(session)}, item)
+        self.known = None
+
+    def search(self, query: Query, item: str) -> Answer:
+        result = self._call("search", {"query": query_to_wire(query)}, item)
+        return self._answer(result, query.k, item)
+
+    def push(self, query: Query, item: str) -> list[str]:
+        if not self.capabilities.push:
+            return default_push(self.search(query, item), query.k)
+        result = self._call("push", {"query": query_to_wire(query)}, item)
+        ids = result.get("ids") if isinstance(result, dict) else None
+        if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+            raise self._violation("push", item, f"push must return {{\"ids\": [str, ...]}}, got "
+                                  f"{_short(result)}")
+        self._check_ids("push", item, ids, query.k, "ids")
+        return ids
+
+    def _check_ids(self, method: str, item: str, ids: list[str], k: int, what: str) -> None:
+        if len(ids) > k:
+            raise self._violation(method, item, f"{len(ids)} {what} for k={k} (at most k)")
+        if len(set(ids)) != len(ids):
+            twice = next(i for i in ids if ids.count(i) > 1)
+            raise self._violation(method, item, f"id {twice!r} returned twice")
+        if self.known is not None:
+            unknown = [i for i in ids if i not in self.known]
+            if unknown:
+                raise self._violation(method, item, f"id {unknown[0]!r} was never ingested since "
+                                      "the last reset")
+
+    def _answer(self, result: Any, k: int, item: str) -> Answer:
+        if not isinstance(result, dict) or not isinstance(result.get("hits"), list):
+            raise self._violation("search", item, "search must return {\"hits\": [...], "
+                                  f"\"abstain\": bool}}, got {_short(result)}")
+        if not isinstance(result.get("abstain"), bool):
+            raise self._violation("search", item, f"abstain must be a boolean, got "
+                                  f"{_short(result.get('abstain'))}")
+        hits: list[Hit] = []
+        previous = math.inf
+        for raw in result["hits"]:
+            hit = self._hit(raw, item)
+            if hit.score > previous:
+                raise self._violation("search", item, f"hits are not best first: {hit.id!r} "
+                                      f"scores {hit.score:g} after {previous:g}")
+            previous = hit.score
+            hits.append(hit)
+        self._check_ids("search", item, [h.id for h in hits], k, "hits")
+        return Answer(hits, result["abstain"])
+
+    def _hit(self, raw: Any, item: str) -> Hit:
+        if not isinstance(raw, dict) or not isinstance(raw.get("id"), str):
+            raise self._violation("search", item, f"a hit must be {{\"id\": str, \"score\": "
+                                  f"number}}, got {_short(raw)}")
+        score = raw.get("score")
+        if isinstance(score, bool) or not isinstance(score, (int, float)) \
+                or not math.isfinite(score):
+            raise self._violation("search", item, f"hit {raw['id']!r} has a score that is not a "
+                                  f"finite number: {_short(score)}")
+        for name in ("text", "entity"):
+            if raw.get(name) is not None and not isinstance(raw[name], str):
+                raise self._violation("search", item, f"hit {raw['id']!r}: {name} must be a "
+                                      "string or null")
+        provenance = raw.get("provenance")
+        if provenance is not None and not isinstance(provenance, dict):
+            raise self._violation("search", item, f"hit {raw['id']!r}: provenance must be an "
+                                  "object {source, session, turn} or null")
+        return Hit(raw["id"], float(score), raw.get("text"), raw.get("entity"), provenance)
+
+
+def _short(value: Any) -> str:
+    if isinstance(value, str):
+        return repr(value[:120])
+    try:
+        return json.dumps(value, default=repr)[:120]
+    except (ValueError, RecursionError):
+        return type(value).__name__

@@ -1,0 +1,240 @@
+"""The data the suites exchange with a memory system, and its JSON form on the wire.
+
+Every memory system runs in its own process and speaks JSON-RPC 2.0 over stdio (``docs/adapters.md``):
+``[adapter] command = [...]`` for any language, or ``[adapter] python = "module:attr"`` served by the
+built-in host (:mod:`membench_gate.host`). A Python adapter is a plain object with these methods and
+never sees JSON:
+
+- ``reset()`` — empty the store;
+- ``ingest(records)`` — store a sequence of :class:`Record`;
+- ``search(query) -> Answer`` — ranked hits for a :class:`Query`, best first, and whether it abstains;
+- ``push(query) -> list[str]`` (optional) — ids to inject proactively for a conversation turn;
+- ``write(session)`` (optional) — turn a conversation :class:`Session` into memories of its own.
+
+This module holds only plain data and its wire codec (no numpy, no I/O), so both sides of the
+boundary — the gate's client (:mod:`membench_gate.adapter.rpc`) and the host — import it cheaply.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from functools import lru_cache
+from typing import Any, Protocol, runtime_checkable
+
+PROTOCOL_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Record:
+    """One thing the memory is asked to store."""
+
+    id: str
+    text: str
+    source: str = "default"
+    files: tuple[str, ...] = ()
+    created_at: datetime | None = None
+    reviewed_at: datetime | None = None
+    relevance: float | None = None
+    entity: str | None = None
+    aliases: tuple[str, ...] = ()
+    meta: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Query:
+    """A question to the memory. ``context`` holds the earlier turns of a conversation."""
+
+    text: str
+    k: int
+    source: str = "default"
+    files: tuple[str, ...] = ()
+    as_of: datetime | None = None
+    context: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Hit:
+    """A ranked result: the id of a stored memory and the system's score for it.
+
+    ``text``, ``entity`` and ``provenance`` (``{"source", "session", "turn"}``) are optional; the
+    writeback suite reads them to judge what the memory wrote.
+    """
+
+    id: str
+    score: float
+    text: str | None = None
+    entity: str | None = None
+    provenance: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class Answer:
+    """Ranked hits, best first, and whether the system abstains.
+
+    The hits are returned even when ``abstain`` is true: they are what retrieval alone would have
+    answered, and the floor-off control reads them.
+    """
+
+    hits: list[Hit]
+    abstain: bool = False
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One utterance of a conversation."""
+
+    id: str
+    speaker: str
+    text: str
+
+
+@dataclass(frozen=True)
+class Session:
+    """A conversation handed to the memory's own write path."""
+
+    id: str
+    source: str
+    turns: tuple[Turn, ...] = ()
+
+
+@runtime_checkable
+class MemoryAdapter(Protocol):
+    """What a Python memory system implements (``push`` and ``write`` are optional)."""
+
+    def reset(self) -> None: ...
+
+    def ingest(self, records: Sequence[Record]) -> None: ...
+
+    def search(self, query: Query) -> Answer: ...
+
+
+def default_push(answer: Answer, k: int) -> list[str]:
+    """The documented default for adapters without ``push``: search hits unless it abstains."""
+    if answer.abstain:
+        return []
+    return [hit.id for hit in answer.hits[:k]]
+
+
+# --- the wire form (docs/adapters.md: every key always present, absent values null, times ISO 8601 UTC) ---
+
+def time_to_wire(value: datetime | None) -> str | None:
+    """``2026-06-01T00:00:00Z``; a naive time is taken as UTC."""
+    if value is None:
+        return None
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=timezone.utc)
+    return value.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
+
+
+def time_from_wire(value: Any, where: str) -> datetime | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ValueError(f"{where} must be an ISO 8601 string or null")
+    return _parse_time(value)
+
+
+@lru_cache(maxsize=65536)
+def _parse_time(value: str) -> datetime:
+    """Corpora repeat their timestamps: each distinct one is parsed once."""
+    text = value[:-1] + "+00:00" if value.endswith(("Z", "z")) else value
+    parsed = datetime.fromisoformat(text)
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
+
+
+def record_to_wire(record: Record) -> dict[str, Any]:
+    return {
+        "id": record.id, "text": record.text, "source": record.source, "files": list(record.files),
+        "created_at": time_to_wire(record.created_at),
+        "reviewed_at": time_to_wire(record.reviewed_at),
+        "relevance": record.relevance, "entity": record.entity, "aliases": list(record.aliases),
+        "meta": dict(record.meta),
+    }
+
+
+def query_to_wire(query: Query) -> dict[str, Any]:
+    return {
+        "text": query.text, "k": query.k, "source": query.source, "files": list(query.files),
+        "as_of": time_to_wire(query.as_of), "context": list(query.context),
+    }
+
+
+def session_to_wire(session: Session) -> dict[str, Any]:
+    return {
+        "id": session.id, "source": session.source,
+        "turns": [{"id": t.id, "speaker": t.speaker, "text": t.text} for t in session.turns],
+    }
+
+
+def _strings(value: Any, where: str) -> tuple[str, ...]:
+    strings = tuple(value) if isinstance(value, list) else None
+    if strings is None or not all(type(v) is str for v in strings):
+        raise ValueError(f"{where} must be a list of strings")
+    return strings
+
+
+def record_from_wire(data: Mapping[str, Any]) -> Record:
+    get = data.get
+    relevance, created, reviewed = get("relevance"), get("created_at"), get("reviewed_at")
+    files, aliases = get("files"), get("aliases")
+    return Record(
+        data["id"], data["text"], get("source") or "default",
+        _strings(files, "files") if files else (),
+        None if created is None else time_from_wire(created, "created_at"),
+        None if reviewed is None else time_from_wire(reviewed, "reviewed_at"),
+        None if relevance is None else float(relevance),
+        get("entity"), _strings(aliases, "aliases") if aliases else (), get("meta") or {},
+    )
+
+
+def query_from_wire(data: Mapping[str, Any]) -> Query:
+    return Query(
+        text=data["text"], k=int(data["k"]), source=data.get("source") or "default",
+        files=_strings(data.get("files") or [], "files"),
+        as_of=time_from_wire(data.get("as_of"), "as_of"),
+        context=_strings(data.get("context") or [], "context"),
+    )
+
+
+def session_from_wire(data: Mapping[str, Any]) -> Session:
+    return Session(
+        id=data["id"], source=data.get("source") or "default",
+        turns=tuple(Turn(t["id"], t["speaker"], t["text"]) for t in data.get("turns") or []),
+    )
+
+
+def hit_to_wire(hit: Any) -> dict[str, Any]:
+    """A hit as the host sends it: ``id`` and ``score`` always, the optional fields when set.
+
+    Accepts anything shaped like a :class:`Hit` (numpy scores included); raises ``ValueError``
+    with what is wrong, which the host sends back as an error response.
+    """
+    hit_id = getattr(hit, "id", None)
+    score = getattr(hit, "score", None)
+    if not isinstance(hit_id, str):
+        raise ValueError(f"a hit is not Hit(id: str, score: float): {hit!r:.200}")
+    try:
+        number = float(score)  # numpy scalars are what embedding stores return
+    except (TypeError, ValueError):
+        raise ValueError(f"hit {hit_id!r} has a score that is not a number: {score!r:.100}") from None
+    if isinstance(score, (bool, str)) or not math.isfinite(number):
+        raise ValueError(f"hit {hit_id!r} has a non-finite or non-numeric score: {score!r:.100}")
+    wire: dict[str, Any] = {"id": hit_id, "score": number}
+    for name in ("text", "entity", "provenance"):
+        value = getattr(hit, name, None)
+        if value is not None:
+            wire[name] = dict(value) if name == "provenance" else value
+    return wire
+
+
+def answer_to_wire(answer: Any) -> dict[str, Any]:
+    hits = getattr(answer, "hits", None)
+    abstain = getattr(answer, "abstain", None)
+    if type(abstain).__module__ == "numpy" and type(abstain).__name__ in ("bool", "bool_"):
+        abstain = bool(abstain)  # numpy's bool, without importing numpy
+    if not isinstance(hits, (list, tuple)) or not isinstance(abstain, bool):
+        raise ValueError(f"did not return an Answer(hits=[...], abstain=bool): {answer!r:.200}")
+    return {"hits": [hit_to_wire(hit) for hit in hits], "abstain": abstain}

@@ -1,0 +1,170 @@
+"""``membench-gate show CELL#ID``: one item, as an engineer debugging it needs it.
+
+What was asked, the gold, what came back (ranked hits with scores, or the injected ids, and whether
+the system abstained), and the item's outcome at the base commit and now. The detail comes from a
+results file (``--results``) or from running the item's suite; the base outcome from the baseline
+at the base commit (baselines keep failed ids, not hits, so the base side is pass or fail).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from rapidfuzz import process
+
+from membench_gate.config import Config, load_config
+from membench_gate.errors import GateError, visible
+from membench_gate.files import read_file
+from membench_gate.model.canonical import round4
+from membench_gate.model.results import Results, parse_results
+from membench_gate.report import findings
+
+
+@dataclass(frozen=True)
+class BaseOutcome:
+    """The item at the base commit: ``pass``/``fail``/``absent``, or why it is unknown."""
+
+    outcome: str | None
+    where: str
+
+
+def parse_target(target: str) -> tuple[str, str]:
+    """``suite/condition#id`` → (cell, id); the id may itself contain ``#``."""
+    cell, sep, item = target.partition("#")
+    if not sep or "/" not in cell or not item:
+        raise GateError(f"show: {target!r} is not of the form SUITE/CONDITION#ID "
+                        "(e.g. veto/files_known#scn-003)")
+    return cell, item
+
+
+def _suggest(wanted: str, choices: list[str]) -> str:
+    match = process.extractOne(wanted, choices, score_cutoff=60) if choices else None
+    return f" (did you mean {match[0]!r}?)" if match else ""
+
+
+def _results(config: Config, results_path: Path | None, cell: str) -> Results:
+    if results_path is not None:
+        return parse_results(read_file(results_path), str(results_path))
+    from membench_gate.run.runner import progress_reporter, run
+
+    suite = cell.partition("/")[0]
+    if suite not in config.suites:
+        raise GateError(f"show: suite {suite!r} is not enabled in {config.path.name}"
+                        f"{_suggest(suite, list(config.suites))}")
+    return run(config.with_suites([suite]), progress_reporter())
+
+
+def base_outcome(config: Config, base_ref: str | None, cell: str, item: str) -> BaseOutcome:
+    """The item's outcome in the baseline at the base commit (read with git)."""
+    from membench_gate.base.side import read_base_in_repository
+    from membench_gate.ci.settings import Context
+
+    # show reads, it does not gate: the base is found as in this run's event, without CI's
+    # fail-closed refusals (those guard a verdict).
+    side = read_base_in_repository(config, base_ref, replace(Context.from_env(), ci=False))
+    if side is None:
+        return BaseOutcome(None, "not a git repository")
+    if side.info.sha is None:
+        return BaseOutcome(None, "no base commit")
+    where = f"base {side.info.sha[:12]}" + (f" ({side.info.ref})" if side.info.ref else "")
+    if side.baseline is None:
+        return BaseOutcome(None, f"{where} has no baseline")
+    before = side.baseline.cells.get(cell)
+    if before is None:
+        return BaseOutcome("absent", f"{where}: the cell is not in its baseline")
+    digests = side.baseline.digests.get(cell)
+    if digests is not None and item not in digests:
+        return BaseOutcome("absent", f"{where}: the item is not in its fixtures")
+    return BaseOutcome("fail" if item in before.failed else "pass", where)
+
+
+def _hits_lines(detail: dict[str, Any], gold: set[str]) -> list[str]:
+    hits = detail.get("hits")
+    if isinstance(hits, list):
+        if not hits:
+            return ["  (no hits)"]
+        lines = []
+        for rank, hit in enumerate(hits, 1):
+            if not isinstance(hit, dict):
+                continue
+            score = hit.get("score")
+            shown = findings.metrics.format_number(float(round4(score))) \
+                if isinstance(score, (int, float)) and not isinstance(score, bool) else "—"
+            mark = "  ← gold" if hit.get("id") in gold else ""
+            lines.append(f"  {rank:>2}. {hit.get('id')}  {shown}{mark}")
+        return lines
+    injected = detail.get("injected")
+    if isinstance(injected, list):
+        return [f"  - {i}" + ("  ← gold" if i in gold else "") for i in injected] or \
+            ["  (nothing injected)"]
+    return ["  (not recorded in these results)"]
+
+
+def render_item(results: Results, cell: str, item: str, base: BaseOutcome | None) -> str:
+    """The plain-text page of one item, a line per field: every line :func:`visible`, since
+    all of it may come from an artifact (ids, the question, the hits, suite fields)."""
+    cells = results.items.get(cell)
+    if cells is None:
+        raise GateError(f"show: no cell {cell!r} in these results"
+                        f"{_suggest(cell, sorted(results.items))}")
+    detail = cells.get(item)
+    if detail is None:
+        raise GateError(f"show: no item {item!r} in {cell}{_suggest(item, sorted(cells))}")
+    story = findings.item_story(results, cell, item)
+    assert story is not None
+    options = findings.suite_options(results, cell)
+    k = options.get("k")
+    budget = options.get("budget")
+    lines = [f"{cell}#{item}" + (f"  (k = {k})" if k is not None else "")
+             + (f"  (budget = {budget})" if budget is not None else "")]
+    if story.asked:
+        lines.append(f"asked:      {story.asked}")
+    if detail.get("files"):
+        lines.append(f"files:      {', '.join(map(str, detail['files']))}")
+    gold = set(story.gold) | {str(a) for a in detail.get("acceptable") or []}
+    if story.gold:
+        lines.append(f"gold:       {', '.join(story.gold)}")
+    elif "gold" in detail:
+        lines.append("gold:       none (nothing stored answers it: abstaining is right)")
+    if detail.get("acceptable"):
+        lines.append(f"acceptable: {', '.join(map(str, detail['acceptable']))}")
+    if "hits" in detail or "injected" in detail:
+        lines.append("came back:")
+        lines += _hits_lines(detail, gold)
+    if story.abstained is not None:
+        lines.append(f"abstained:  {'yes' if story.abstained else 'no'}")
+    # (``shuffled``: the answer of the shuffled-ids control, kept for re-deriving that cell; it
+    # is the control's, not this item's.)
+    shown = {"asked", "files", "gold", "acceptable", "hits", "injected", "abstained", "outcome",
+             "score", "top", "rank", "shuffled"}
+    for key, value in sorted(detail.items()):
+        if key not in shown and value is not None:
+            text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+            lines.append(f"{key + ':':<11} {text}")
+    head = (story.outcome or "?").upper()
+    why = story.why(findings.option_k(results, cell))
+    lines.append(f"head:       {head} — {why}")
+    if base is not None:
+        state = base.outcome.upper() if base.outcome else "unknown"
+        lines.append(f"base:       {state} ({base.where})")
+    return "\n".join(visible(line) for line in lines)
+
+
+def show(target: str, *, config_path: Path, results_path: Path | None = None,
+         base_ref: str | None = None) -> int:
+    """The ``show`` command: item ``target`` (``CELL#ID``) of ``results_path``, or of a run of its
+    suite under ``config_path``, next to its outcome at the base commit."""
+    cell, item = parse_target(target)
+    if results_path is not None and not config_path.exists() and base_ref is None:
+        # A results file on its own (an artifact from CI): no config, so no base to read.
+        results = parse_results(read_file(results_path), str(results_path))
+        print(render_item(results, cell, item, None))
+        return 0
+    config = load_config(config_path)
+    base = base_outcome(config, base_ref, cell, item)  # read before the adapter starts
+    results = _results(config, results_path, cell)
+    print(render_item(results, cell, item, base))
+    return 0

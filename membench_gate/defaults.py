@@ -1,0 +1,10 @@
+"""Constants several layers share: names users write and defaults the docs promise."""
+
+from __future__ import annotations
+
+DEFAULT_CONFIG = "membench.toml"
+DEFAULT_BASELINE = "baselines/main.json"
+# A fixtures entry naming the folder this package ships for a suite.
+BUILTIN = "builtin"
+# The adapter a config without [adapter] python or command runs.
+REFERENCE_ADAPTER = "membench_gate.reference:ReferenceMemory"

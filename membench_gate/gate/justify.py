@@ -1,0 +1,207 @@
+"""The justification checks of rule 8: a blessed regression must be explained, specifically.
+
+A justification passes when its text is at least 40 characters; is not a placeholder ("n/a",
+"todo", "update baseline", … matched fuzzily, or a text marked as one: "TODO" or "FIXME"
+anywhere, "wip:" first, "placeholder text", lorem ipsum); has at least 6 distinct words besides the metric,
+cell and item names it mentions; names every breached metric or its cell (fuzzy); and is not a
+near-copy of the base baseline's justification.
+
+The checks are meant to be hard to game. Text is compared after Unicode NFKC, with marks and
+invisible characters dropped and confusable letters folded to the Latin letter they imitate
+(``uрdate bаseline`` with a Cyrillic р and а is still "update baseline"); names, repeated words,
+lone Latin letters and bare numbers do not count as words; a copy of the base's text with names
+swapped or more text appended is still a near-copy; a letter repeated ("aaaa") is not a word.
+
+Confusables are folded with the small table below rather than a dependency: the maintained
+libraries detect mixed scripts but do not map to a skeleton, TR39's full table is mostly
+irrelevant to English prose, and the letters that pass for Latin ones are few. The table is the
+lowercase and uppercase Latin look-alikes of Unicode's confusables.txt (Cyrillic, Greek,
+Armenian and a few IPA letters); NFKC already folds fullwidth and mathematical letters.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import unicodedata
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from membench_gate.model import metrics
+
+MIN_CHARS = 40
+MIN_WORDS = 6
+PLACEHOLDERS = (
+    "n/a", "na", "none", "todo", "tbd", "wip", "lgtm", "ok", "fix", "fixes", "test", "asdf",
+    "update baseline", "updated baseline", "baseline update", "new baseline", "bless",
+    "bless baseline", "blessed", "regenerate baseline", "regenerated baseline", "refresh baseline",
+    "accept regression", "accepted", "expected", "as expected", "intentional", "see pr",
+    "see description", "see above", "whatever", "no reason", "because", "ignore", "placeholder",
+)
+# Marks that say the reason is still to be written: an uppercase marker of unfinished text anywhere
+# ("… TODO: explain later"), one opening the text with a colon or a dash ("wip: …", "tbd - …"),
+# "placeholder text/reason/for …" and lorem ipsum. A lowercase "todo list" or "placeholder pages"
+# in a sentence is prose, and "XXX-large" a name.
+_UNFINISHED = re.compile(r"(?<![\w-])(?:TODO|TBD|TBA|FIXME|XXX)(?![\w-])")
+_UNFINISHED_FIRST = re.compile(r"\W*(?:todo|tbd|tba|fixme|wip)\s*[:\-\u2013\u2014]", re.IGNORECASE)
+_UNFINISHED_ANYWHERE = re.compile(r"\bplaceholder\s+(?:text|reason|justification|for)\b|"
+                                  r"\blorem\s+ipsum\b", re.IGNORECASE)
+_PLACEHOLDER_RATIO = 85
+_MENTION_RATIO = 90
+_COPY_RATIO = 90
+_COPY_MIN_CHARS = 20  # below this, "contains the base's text" says nothing
+
+# Look-alike -> the Latin letter it imitates (pairs: look-alike, Latin).
+_FOLD_PAIRS = (
+    "аaɑaαa⍺aАAΑAвBВBΒBьbЬbƄbϲcсcᴄcСCϹCԁdԀDеeҽe℮eЕEΕEɡgցgһhհhНHΗHіiıiιiɩiІIΙIӀI"
+    "јjϳjЈJκkкkΚKКKӏlⅼlΜMМMոnпnηnΝNоoοoօoᴏoОOΟOՕOрpρp⍴pРPΡPԛqգqгrᴦrѕsʂsЅSτtТTΤT"
+    "υuսuʋuνvѵvԝwѡwхxχx×xХXΧXуyγyүyУYΥYᴢzΖZ"
+)
+_FOLD = {ord(_FOLD_PAIRS[i]): _FOLD_PAIRS[i + 1] for i in range(0, len(_FOLD_PAIRS), 2)}
+_ASCII_WORD = re.compile("[a-z0-9]+")  # what isalnum() keeps of lowercased ASCII
+
+
+def fold(text: str) -> str:
+    """Text as a reader sees it: NFKC, no marks or invisible characters, confusables folded to
+    Latin, case folded."""
+    if text.isascii():  # all of that is lowercasing for ASCII, a hundred thousand keys a check
+        return text.lower()
+    return _as_seen(text).casefold().translate(_FOLD)
+
+
+def _as_seen(text: str) -> str:
+    """NFKC, no marks or invisible characters, confusables folded to Latin; case kept."""
+    text = unicodedata.normalize("NFD", unicodedata.normalize("NFKC", text))
+    text = "".join(c for c in text if unicodedata.category(c) not in ("Mn", "Me", "Cf"))
+    return text.translate(_FOLD)
+
+
+def _norm(text: str) -> str:
+    folded = fold(text)
+    if folded.isascii():
+        return " ".join(_ASCII_WORD.findall(folded))
+    return " ".join("".join(c if c.isalnum() else " " for c in folded).split())
+
+
+def _name_words(breach_keys: Iterable[str]) -> set[str]:
+    """Words that are names — of the breaches, and of every metric and cell — not reasons."""
+    names = [*breach_keys, *metrics.REGISTRY, *metrics.CELLS]
+    return {word for name in names for word in _norm(name).split()}
+
+
+def _without(text: str, names: set[str]) -> str:
+    return " ".join(w for w in _norm(text).split() if w not in names)
+
+
+@dataclass(frozen=True)
+class JustificationCheck:
+    """Outcome of the checks: ``ok`` and, if not, the first failed check in one line."""
+
+    ok: bool
+    failed: str | None = None
+
+
+def breach_subject(key: str) -> tuple[str, str | None]:
+    """The cell of a breach key and its metric or item (``veto/files_known:mrr`` → both)."""
+    for sep in (":", "#"):
+        if sep in key:
+            cell, _, what = key.partition(sep)
+            return cell, what
+    return key, None
+
+
+def _fuzz() -> Any:
+    """rapidfuzz's ``fuzz``, imported on first use: a check without justifications to judge
+    never needs it."""
+    from rapidfuzz import fuzz
+
+    return fuzz
+
+
+def mentions(text: str, needle: str) -> bool:
+    """Does ``text`` name ``needle``, fuzzily (``net_at_1`` matches "NET at 1")?"""
+    return _mentions_normed(_norm(text), _norm(needle))
+
+
+def _mentions_normed(text_n: str, needle_n: str) -> bool:
+    if not needle_n:
+        return False
+    if needle_n in text_n:
+        return True
+    return _fuzz().partial_ratio(needle_n, text_n) >= _MENTION_RATIO
+
+
+def is_placeholder(text: str, names: set[str] | None = None) -> bool:
+    """Does ``text`` say nothing but a stock phrase (names of metrics and cells set aside)?"""
+    normalized = _without(text, names or set())
+    words = normalized.split()
+    if len(set(words)) <= 3:
+        return True
+    if _marked(text):
+        return True
+    # Padding a placeholder with repetitions ("update baseline update baseline …") stays one.
+    stripped = f" {normalized} "
+    for phrase in sorted(PLACEHOLDERS, key=len, reverse=True):
+        stripped = stripped.replace(f" {_norm(phrase)} ", " ")
+    if len(set(stripped.split())) < 3:
+        return True
+    return any(_fuzz().ratio(normalized, _norm(p)) >= _PLACEHOLDER_RATIO for p in PLACEHOLDERS)
+
+
+def _marked(text: str) -> bool:
+    """Is ``text`` marked as unfinished (see ``_UNFINISHED``)? Read as :func:`fold` reads it,
+    invisible characters dropped and look-alikes folded, but with its case kept."""
+    text = _as_seen(text)
+    return bool(_UNFINISHED.search(text) or _UNFINISHED_FIRST.match(text)
+                or _UNFINISHED_ANYWHERE.search(text))
+
+
+def is_near_copy(text: str, base_text: str, names: set[str]) -> bool:
+    """Is ``text`` the base's justification again — names swapped, text appended or cut?"""
+    mine, theirs = _without(text, names), _without(base_text, names)
+    if not mine or not theirs:
+        return False
+    fuzz = _fuzz()
+    if fuzz.ratio(mine, theirs) >= _COPY_RATIO:
+        return True
+    shorter = min(len(mine), len(theirs))
+    return shorter >= _COPY_MIN_CHARS and fuzz.partial_ratio(mine, theirs) >= _COPY_RATIO
+
+
+def check_justification(text: str | None, breach_keys: Iterable[str],
+                        base_text: str | None = None) -> JustificationCheck:
+    """Run the rule-8 text checks in order and name the first that fails."""
+    if text is None or not text.strip():
+        return JustificationCheck(False, "no justification")
+    keys = sorted(set(breach_keys))
+    names = _name_words(keys)
+    stripped = " ".join(text.split())
+    if len(stripped) < MIN_CHARS:
+        return JustificationCheck(False, f"too short: {len(stripped)} characters, need {MIN_CHARS}")
+    if is_placeholder(stripped, names):
+        return JustificationCheck(False, "reads like a placeholder, not a reason")
+    # A lone Latin letter, a bare number or one letter repeated is not a word: "a b c 1 2" and
+    # "aaaa bbbb cccc" explain nothing. (Identifiers such as "p95" or "v2" count, and so does
+    # every piece of a non-Latin script.)
+    words = sum(1 for word in set(_without(stripped, names).split())
+                if not word.isdigit() and not (len(word) == 1 and word.isascii())
+                and not (len(word) > 1 and len(set(word)) == 1))
+    if words < MIN_WORDS:
+        return JustificationCheck(False, f"too short: {words} distinct words besides metric, "
+                                         f"cell and item names, need {MIN_WORDS}")
+    missing = []
+    text_n = _norm(stripped)
+    named_in_text = functools.cache(lambda needle: _mentions_normed(text_n, _norm(needle)))
+    for key in keys:
+        cell, what = breach_subject(key)
+        if not (named_in_text(cell) or (what is not None and named_in_text(what))):
+            missing.append(key)
+    if missing:
+        more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
+        cell, what = breach_subject(missing[0])
+        named = f"{what!r} or its cell {cell!r}" if what else f"the cell {cell!r}"
+        return JustificationCheck(False, f"does not name {named}{more}")
+    if base_text and is_near_copy(stripped, base_text, names):
+        return JustificationCheck(False, "is a near-copy of the base baseline's justification")
+    return JustificationCheck(True)

@@ -1,0 +1,493 @@
+"""What a verdict means to a person: the headline, the breaches ranked by severity, the moves in
+words, why an item failed, the commands that act on it.
+
+Shared by the terminal summary (``summary.py``) and the Markdown scoreboard (``report.py``), so
+both say the same thing in the same order. Everything here returns plain, unescaped data: escaping
+is the renderer's job, done in one place there.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from membench_gate.gate.rules import HARD_KINDS, NO_BASE_BASELINE
+from membench_gate.model import metrics
+from membench_gate.model.canonical import round4
+from membench_gate.model.results import Baseline, Results
+from membench_gate.model.verdict import Breach, Breaches, ItemBreaches, Verdict
+
+# Severity groups, most severe first (docs/gate.md, "Reading the scoreboard"): invariants, floors,
+# gated metrics by the size of the adverse move, other changes to what is measured, then items.
+INVARIANT, FLOOR, METRIC, MEASUREMENT, ITEMS = range(5)
+_GROUP_OF_KIND = {"zero": INVARIANT, "floor": FLOOR, "metric": METRIC, "metric-missing": METRIC,
+                  "cell-missing": METRIC}
+_ITEM_WORDS = {"newly-failed": "newly failing", "item-removed": "removed from the fixtures",
+               "item-changed": "changed (gated as removed and re-added)"}
+_NET = re.compile(r"^net_at_(\d+(?:\.\d+)?)$")
+_SAID_BY_NUMBERS = ("metric",)
+# How the base commit was found (``base.how``, docs/gate.md "Base commit"), in words.
+HOW_WORDS = {
+    "explicit": "given with --base-ref",
+    "merge-commit-parent": "first parent of GitHub's merge commit",
+    "event-base-sha": "the base commit the event payload names",
+    "remote-default-branch": "tip of the remote's default branch",
+    "local-branch": "tip of the local default branch",
+}
+
+
+def split_key(key: str) -> tuple[str, str | None, str | None]:
+    """``cell:metric`` / ``cell#item`` / ``cell`` → (cell, metric, item). A key whose first part
+    is not a ``suite/condition`` cell (``gate:baseline-moved``, ``veto:option:k``) comes back
+    whole, as the cell part."""
+    for sep in ("#", ":"):
+        cell, found, rest = key.partition(sep)
+        if found and "/" in cell and rest:
+            return (cell, None, rest) if sep == "#" else (cell, rest, None)
+    return key, None, None
+
+
+def suite_options(results: Results | Baseline | None, cell: str) -> Mapping[str, Any]:
+    """The options table of the suite a cell belongs to (k, budget, …), or empty."""
+    suites = (results.config.get("suites") if results is not None else None) or {}
+    options = suites.get(cell.partition("/")[0]) if isinstance(suites, dict) else None
+    return options if isinstance(options, dict) else {}
+
+
+def metric_label(name: str, cell: str, results: Results | Baseline | None) -> str:
+    return metrics.label(name, suite_options(results, cell))
+
+
+def _num(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(round4(value)) if math.isfinite(value) else None
+
+
+def _shown(value: Any) -> str:
+    if value is None:
+        return "—"
+    number = _num(value)
+    return metrics.format_number(number) if number is not None else str(value)
+
+
+def delta(name: str, base: Any, head: Any) -> float | None:
+    """head − base after rounding, or None when either side is not a number."""
+    b, h = _num(base), _num(head)
+    return None if b is None or h is None else float(round4(h - b))
+
+
+def delta_text(name: str, base: Any, head: Any) -> str:
+    """The move as people say it: ``−24 pts`` for a rate, ``+2`` for a count, ``0`` unchanged."""
+    diff = delta(name, base, head)
+    if diff is None:
+        return "—"
+    if diff == 0:
+        return "0"
+    sign = "+" if diff > 0 else "−"
+    if metrics.spec(name).unit == "rate":
+        points = round(abs(diff) * 100, 1)
+        shown = str(int(points)) if points.is_integer() else f"{points:.1f}"
+        return f"{sign}{shown} pts"
+    return f"{sign}{metrics.format_number(float(round4(abs(diff))))}"
+
+
+def judgement(name: str, base: Any, head: Any) -> str:
+    """``better``, ``worse`` or ``""`` (unchanged or not comparable), read with the metric's
+    direction, so a falling lower-is-better rate reads *better*."""
+    diff = delta(name, base, head)
+    if not diff:
+        return ""
+    higher = metrics.spec(name).direction == "higher"
+    return "better" if (diff > 0) == higher else "worse"
+
+
+class Ranked(NamedTuple):
+    """One row of the breach table: a breach, or the item breaches of one cell and kind."""
+
+    group: int
+    what: str  # in words: "veto recall@5 on veto/files_known"
+    key: str
+    kind: str
+    base: Any
+    head: Any
+    delta: str
+    detail: str
+    count: int = 1
+    size: float = 0.0  # the adverse move relative to the metric's range, for ranking
+
+    @property
+    def move(self) -> str:
+        """The move in one cell of a table, without repeating the values the per-cell tables
+        show: Δ for a metric, the value for an invariant, value against the floor for a floor."""
+        if self.group == INVARIANT:
+            return f"{_shown(self.head)} (must be 0)"
+        if self.group == FLOOR:
+            return f"{_shown(self.head)} vs floor {_shown(self.base)}"
+        if self.kind in ("metric-missing", "cell-missing"):
+            return "not measured"
+        if self.delta != "—":
+            return self.delta
+        if self.base is None and self.head is None:
+            return "—"
+        return f"{_shown(self.base)} → {_shown(self.head)}"
+
+
+def _metric_row(breach: Breach, results: Results | None, base: Baseline | None) -> Ranked:
+    cell, name, _ = split_key(breach.key)
+    source = results if results is not None else base
+    group = _GROUP_OF_KIND.get(breach.kind, MEASUREMENT)
+    if name is not None:
+        what = f"{metric_label(name, cell, source)} on {cell}"
+    elif breach.kind == "cell-missing":
+        what = f"{cell} not measured"
+    else:
+        what = breach.key
+    diff = delta(name or "", breach.base, breach.head) if name else None
+    if breach.kind in ("cell-missing", "metric-missing"):
+        size = math.inf
+    else:  # relative to the metric's range, so NET(10) does not outrank recall by its scale
+        size = abs(diff) / metrics.span(name or "") if diff is not None else 0.0
+    shown = delta_text(name, breach.base, breach.head) if name else "—"
+    # The table shows base, head and Δ: a detail that only repeats them is left out.
+    detail = breach.detail
+    if breach.kind in _SAID_BY_NUMBERS and name:
+        detail = f"{metrics.spec(name).direction} is better"
+    return Ranked(group, what, breach.key, breach.kind, breach.base, breach.head, shown,
+                  detail, size=size)
+
+
+def ranked_breaches(verdict: Verdict, results: Results | None,
+                    base: Baseline | None) -> list[Ranked]:
+    """Every breach once, most severe first; item breaches folded to one row per cell and kind
+    (the items themselves are listed apart). Reads the runs of item breaches as runs: a million
+    newly failing items cost a count and the three smallest ids, not a million rows."""
+    rows: list[Ranked] = []
+    items: dict[tuple[str, str], list[Sequence[str]]] = defaultdict(list)
+    for entry in Breaches.of(verdict.breaches).entries:
+        if isinstance(entry, ItemBreaches):
+            items[(entry.cell, entry.kind)].append(entry.ids)
+            continue
+        cell, _, item = split_key(entry.key)
+        if item is not None:
+            items[(cell, entry.kind)].append((item,))
+        else:
+            rows.append(_metric_row(entry, results, base))
+    for (cell, kind), runs in sorted(items.items()):
+        import heapq  # (only runs of item breaches need it: a pass has none)
+
+        words = _ITEM_WORDS.get(kind, kind)
+        count = sum(map(len, runs))
+        smallest = heapq.nsmallest(3, itertools.chain.from_iterable(
+            heapq.nsmallest(3, ids) for ids in runs))
+        rows.append(Ranked(ITEMS, f"{count} item{'s' if count != 1 else ''} {words} on "
+                           f"{cell}", f"{cell}#…", kind, None, None, f"+{count}",
+                           ", ".join(smallest) + (" …" if count > 3 else ""),
+                           count=count, size=count))
+    return sorted(rows, key=lambda r: (r.group, -r.size, r.key))
+
+
+def _phrase(row: Ranked) -> str:
+    name = split_key(row.key)[1]
+    if row.group == INVARIANT:
+        return f"{row.what.split(' on ')[0]} {_shown(row.head)} (must be 0)"
+    if row.group == FLOOR:
+        return f"{row.what.split(' on ')[0]} {_shown(row.head)} past its floor {_shown(row.base)}" \
+            if row.head is not None else f"{row.what} not measured (floor)"
+    if row.kind in ("metric", "metric-missing") and name is not None:
+        return f"{row.what.split(' on ')[0]} {row.delta}" if row.kind == "metric" \
+            else f"{row.what.split(' on ')[0]} not measured"
+    return row.what
+
+
+def _representative(row: Ranked, ranked: list[Ranked]) -> Ranked:
+    """NET(λ) is said at its smallest breached λ (NET(1): the plainest reading) on the cell
+    where the family moved most."""
+    cell, name, _ = split_key(row.key)
+    if name is None or metrics.family(name) == name:
+        return row
+    same = [r for r in ranked if r.group == row.group and split_key(r.key)[0] == cell
+            and (n := split_key(r.key)[1]) is not None and metrics.family(n) == metrics.family(name)]
+    return min(same, key=lambda r: metrics.span(split_key(r.key)[1] or ""))
+
+
+def headline(verdict: Verdict, ranked: list[Ranked], results: Results | None,
+             base: Baseline | None) -> str:
+    """One line of the biggest moves in words: ``veto recall@5 −24 pts · NET(1) −3 pts ·
+    25 items newly failing``."""
+    if verdict.verdict in ("error", "inconclusive"):
+        return verdict.notes[0] if verdict.notes else "the gate could not compare"
+    parts: list[str] = []
+    seen: set[str] = set()
+    for row in ranked:
+        if row.group == ITEMS:
+            continue
+        _, name, _ = split_key(row.key)
+        said = f"{row.group}:{metrics.family(name)}" if name else row.key
+        if said in seen:  # a metric family is said once, where it moved most
+            continue
+        seen.add(said)
+        parts.append(_phrase(_representative(row, ranked)))
+        if len(parts) == 3:
+            break
+    per_kind: dict[str, int] = defaultdict(int)
+    for row in ranked:
+        if row.group == ITEMS:
+            per_kind[row.kind] += row.count
+    for kind, count in per_kind.items():
+        parts.append(f"{count} item{'s' if count != 1 else ''} {_ITEM_WORDS.get(kind, kind)}")
+    if not parts:
+        gains = improvement_rows(verdict, results, base)
+        fixed = sum(len(ids) for ids in verdict.fixed.values())
+        if verdict.mode == "bootstrap":
+            parts.append("baseline introduced" if verdict.verdict == "pass"
+                         else "no baseline to compare with yet")
+        elif verdict.verdict == "bless-required":
+            parts.append(verdict.notes[0] if verdict.notes else "bless required")
+        else:
+            parts.append("no breaches")
+        parts += [f"{g.what.split(' on ')[0]} {g.delta} ({g.mark})" for g in gains[:2]]
+        if fixed:
+            parts.append(f"{fixed} item{'s' if fixed != 1 else ''} fixed")
+    if verdict.blessed:
+        parts.append("blessed by the committed justification")
+    return " · ".join(parts)
+
+
+class Gain(NamedTuple):
+    key: str
+    what: str
+    base: Any
+    head: Any
+    delta: str
+    mark: str
+
+
+def improvement_rows(verdict: Verdict, results: Results | None,
+                     base: Baseline | None) -> list[Gain]:
+    """Gated metrics that moved the good way, biggest first."""
+    source = results if results is not None else base
+    rows = []
+    for gain in verdict.improvements:
+        cell, name, _ = split_key(gain.key)
+        name = name or ""
+        rows.append((abs(delta(name, gain.base, gain.head) or 0), Gain(
+            gain.key, f"{metric_label(name, cell, source)} on {cell}", gain.base, gain.head,
+            delta_text(name, gain.base, gain.head), judgement(name, gain.base, gain.head))))
+    return [g for _, g in sorted(rows, key=lambda r: (-r[0], r[1].key))]
+
+
+# --- items -------------------------------------------------------------------------------------
+
+
+@dataclass
+class ItemStory:
+    """Why one item failed (or passed): what was asked, the gold, what came back instead."""
+
+    cell: str
+    item: str
+    asked: str | None = None
+    gold: list[str] = field(default_factory=list)
+    rank: int | None = None
+    came_back: list[tuple[str, float | None]] | None = None  # None: not recorded
+    abstained: bool | None = None
+    outcome: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def why(self, k: int | None, base_k: int | None = None) -> str:
+        """One line: gold rank, abstention and what came back instead of the gold. ``base_k``,
+        for an item newly failing in a ranked suite, gives the gold rank before → after: the
+        item passed at base, so its gold was in the top ``base_k`` there (a baseline keeps
+        outcomes, not ranks)."""
+        parts = []
+        ranked = self.came_back or []
+        rank = self.rank or next((n for n, (i, _) in enumerate(ranked, 1) if i in self.gold), None)
+        if self.gold:
+            where = f"rank {rank}" if rank else (f"not in the top {k}" if k else "not returned")
+            if base_k and not (rank and rank <= base_k):  # (still in: the cause is elsewhere)
+                where = f"in the top {base_k} at base → {where} now"
+            parts.append(f"gold {', '.join(self.gold)}: {where}")
+        elif "expect" in self.extra:
+            parts.append(f"expected: {self.extra['expect']}")
+        elif "answerable" in self.extra:
+            parts.append("nothing stored answers it" + ("" if self.abstained else
+                                                         ", yet the memory answered"))
+        elif isinstance(self.extra.get("control_failed"), bool):
+            parts.append("the control fails, as designed" if self.extra["control_failed"]
+                         else "the control does NOT fail: the suite cannot tell broken from working")
+        if self.abstained:
+            parts.append("the memory abstained" if rank else "abstained")
+        # What outranked the gold: everything above it, or the top when it is missing.
+        above = ranked[:rank - 1] if rank else ranked
+        instead = [(i, s) for i, s in above if i not in self.gold][:3]
+        if instead:
+            shown = ", ".join(f"{i} ({metrics.format_number(float(round4(s)))})" if s is not None
+                              else i for i, s in instead)
+            words = "came back" if not self.gold else "ranked above it" if rank \
+                else "came back instead"
+            parts.append(f"{words}: {shown}")
+        elif self.came_back == [] and not self.abstained:
+            parts.append("nothing came back")
+        return "; ".join(parts) if parts else "no detail recorded for this item"
+
+
+def option_k(results: Results | Baseline | None, cell: str) -> int | None:
+    """The ``k`` of the suite a cell belongs to, when it has one (push has a budget instead)."""
+    k = suite_options(results, cell).get("k")
+    return k if isinstance(k, int) and not isinstance(k, bool) else None
+
+
+def item_story(results: Results | None, cell: str, item: str) -> ItemStory | None:
+    """The recorded detail of ``cell#item`` in a results file, or None when absent."""
+    if results is None:
+        return None
+    detail = results.items.get(cell, {}).get(item)
+    if detail is None:
+        return None
+    hits = detail.get("hits")
+    came_back: list[tuple[str, float | None]] | None = None
+    if isinstance(hits, list):
+        came_back = [(str(h.get("id")), h.get("score")) for h in hits if isinstance(h, dict)]
+    elif isinstance(detail.get("injected"), list):
+        came_back = [(str(i), None) for i in detail["injected"]]
+    elif detail.get("top") is not None:
+        came_back = [(str(detail["top"]), None)]
+    gold = detail.get("gold")
+    known = {"asked", "gold", "hits", "rank", "abstained", "outcome", "injected", "top", "score"}
+    return ItemStory(
+        cell=cell, item=item,
+        asked=detail.get("asked") if isinstance(detail.get("asked"), str) else None,
+        gold=[str(g) for g in gold] if isinstance(gold, list) else [],
+        rank=detail.get("rank") if isinstance(detail.get("rank"), int) else None,
+        came_back=came_back,
+        abstained=detail.get("abstained") if isinstance(detail.get("abstained"), bool) else None,
+        outcome=detail.get("outcome") if isinstance(detail.get("outcome"), str) else None,
+        extra={k: v for k, v in sorted(detail.items()) if k not in known},
+    )
+
+
+# --- commands ----------------------------------------------------------------------------------
+
+
+def _quote(text: str) -> str:
+    """``text`` quoted for a shell (imported when a command is shown: a pass shows none)."""
+    import shlex
+
+    return shlex.quote(text)
+
+
+def config_flag(verdict: Verdict) -> str:
+    """`` --config PATH`` when the check did not use the default config."""
+    config = verdict.config or "membench.toml"
+    if config in ("membench.toml", "./membench.toml"):
+        return ""
+    return f" --config {_quote(config)}"
+
+
+def show_command(verdict: Verdict, cell: str, item: str, base_sha: str | None = None) -> str:
+    """The command that explains one item, quoted so it works as printed."""
+    base = f" --base-ref {base_sha}" if base_sha else ""
+    return f"membench-gate show {_quote(f'{cell}#{item}')}{config_flag(verdict)}{base}"
+
+
+# Left in a justification, bless refuses it: the command is printed ready to run once the reason
+# is written, and never blesses as printed.
+DRAFT_REASON = "<write the reason here>"
+
+
+def justification_draft(verdict: Verdict, results: Results | None,
+                        base: Baseline | None, ranked: list[Ranked] | None = None) -> str:
+    """A justification to complete: every breached metric or cell named (the check requires
+    it), the reason left to the person blessing. ``ranked``: the verdict's
+    :func:`ranked_breaches`, when the caller has them already."""
+    named: list[str] = []
+    cells_named: set[str] = set()
+    if ranked is None:
+        ranked = ranked_breaches(verdict, results, base)
+    for row in ranked:
+        cell, name, _ = split_key(row.key)
+        if name is None and cell in cells_named:
+            continue  # items of a cell already named are named with it
+        cells_named.add(cell)
+        token = f"{cell}:{name}" if name else cell
+        if token not in named:
+            named.append(token)
+    return f"{DRAFT_REASON}. Accepted changes: " + ", ".join(named)
+
+
+def _kinds(verdict: Verdict) -> set[str]:
+    """The kinds of breach in a verdict (one look per run of item breaches)."""
+    return {entry.kind for entry in Breaches.of(verdict.breaches).entries}
+
+
+def bless_command(verdict: Verdict, results: Results | None, base: Baseline | None,
+                  ranked: list[Ranked] | None = None) -> str:
+    """``membench-gate bless`` as it must be run for this verdict, quoted to work as printed."""
+    keys = any(kind not in HARD_KINDS for kind in _kinds(verdict))
+    draft = justification_draft(verdict, results, base, ranked) if keys else ""
+    text = f" --justification {_quote(draft)}" if keys else ""
+    return f"membench-gate bless{config_flag(verdict)}{text}"
+
+
+def next_steps(verdict: Verdict, results: Results | None = None,
+               base: Baseline | None = None, ranked: list[Ranked] | None = None) -> list[str]:
+    """What to do about this verdict, as lines of a shell script (comments start with #).
+    ``ranked``: the verdict's :func:`ranked_breaches`, when the caller has them already."""
+    cfg = config_flag(verdict)
+    kinds = _kinds(verdict)
+    hard = any(kind in HARD_KINDS for kind in kinds)
+    keys = any(kind not in HARD_KINDS for kind in kinds)
+    baseline = "the baseline file"
+    if verdict.verdict == "bless-required" and any(
+            note.startswith(NO_BASE_BASELINE) for note in verdict.notes):
+        return ["# the base branch has the gate but no baseline: bless there first, then rebase",
+                f"git switch <base branch> && membench-gate bless{cfg}",
+                f"# commit {baseline} on the base branch (or merge a pull request that does)"]
+    if verdict.verdict == "bless-required":
+        return ["# the measurement changed or the committed baseline does not match this run:",
+                bless_command(verdict, results, base, ranked),
+                f"# then commit {baseline}"]
+    if verdict.verdict == "regression" and hard:
+        return ["# fix the code: zero-gated invariants and floors cannot be blessed or waived"]
+    if verdict.verdict == "regression" and keys:
+        return [
+            "# fix the regression, or accept it on purpose with a justification that names it",
+            "# (edit the reason; the check wants every breached metric or cell named):",
+            bless_command(verdict, results, base, ranked),
+            "# or, locally only, try it out without a baseline change:",
+            f"membench-gate check{cfg} --allow-regression 'trying this out'",
+        ]
+    if verdict.verdict == "inconclusive":
+        return ["# nothing was compared: fix the reason above, then run the check again"]
+    if verdict.verdict == "pass" and (verdict.improvements or verdict.fixed) \
+            and not verdict.banked:
+        return ["# bank the improvements, so a later pull request cannot give them back unseen:",
+                f"membench-gate bless{cfg}",
+                f"# then commit {baseline}"]
+    return []
+
+
+def net_points(results: Results, base: Baseline | None,
+               cell: str = "abstention/default") -> list[tuple[str, Any, Any]]:
+    """(λ label, base, head) of every NET(λ) of a cell, in numeric order of λ."""
+    now = results.cells.get(cell)
+    if now is None:
+        return []
+    before = base.cells.get(cell) if base else None
+    lams = sorted((float(m.group(1)), m.group(1), name) for name in now.metrics
+                  if (m := _NET.match(name)) and math.isfinite(float(m.group(1))))
+    return [(metrics.format_number(lam), before.metrics.get(name) if before else None,
+             now.metrics[name]) for lam, _, name in lams]
+
+
+def metric_order(cell: str, name: str) -> tuple[int, str, float]:
+    """Invariants first, then gated, then report metrics; NET(λ) in numeric order of λ."""
+    match = _NET.match(name)
+    lam = float(match.group(1)) if match else 0.0
+    kind_rank = {"zero": 0, "gated": 1, "report": 2}[metrics.gate_kind(cell, name)]
+    return kind_rank, "net_at_" if match else name, lam

@@ -1,0 +1,455 @@
+"""The Markdown scoreboard: verdict + results → ``templates/scoreboard.md.j2``.
+
+One template serves the PR comment, the job summary and ``--report``. Logic code prepares plain,
+unescaped data (:mod:`membench_gate.report.findings` says what it means); the template says it. Escaping
+happens in one place: the Jinja ``finalize`` hook escapes every value a template prints unless it is
+marked trusted (:class:`markupsafe.Markup`, made only by the ``code`` and ``html`` filters, which
+escape for their own context). So an id, a justification or an adapter message can never become
+Markdown, HTML, a mention or our comment marker, whichever template line prints it.
+
+When the Markdown would exceed the size limit of where it goes (in UTF-8 bytes), whole sections
+are dropped — long item lists first, then report-only metrics, then per-cell tables — with a note
+saying where the full report is. The report file itself is never cut.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from markupsafe import Markup
+
+from membench_gate.errors import visible
+from membench_gate.files import data_dir
+from membench_gate.model import metrics
+from membench_gate.model.canonical import round4
+from membench_gate.model.results import Baseline, Results
+from membench_gate.model.verdict import Breach, Breaches, ItemBreaches, Verdict
+from membench_gate.report import findings
+from membench_gate.report.summary import metric_text
+
+COMMENT_LIMIT = 60_000
+SUMMARY_LIMIT = 1024 * 1024
+INLINE_IDS = 5  # newly failed items explained in the open; the rest fold into <details>
+_ZWSP = "\u200b"
+_MARKER = re.compile(r"<!--|-->|membench-gate:v\d+", re.IGNORECASE)
+_MD_ESCAPES = {"\\": "\\\\", "|": "\\|", "[": "\\[", "]": "\\]", "*": "\\*", "_": "\\_",
+               "~": "\\~", "&": "&amp;", "<": "&lt;", ">": "&gt;", "`": "&#96;"}
+_MD_CHARS = re.compile("[" + re.escape("".join(_MD_ESCAPES)) + "]")
+_HTML_ESCAPES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "`": "&#96;"}
+_HTML_CHARS = re.compile("[" + re.escape("".join(_HTML_ESCAPES)) + "]")
+# Where GitHub makes something of plain text: a mention ("@name", "@org/team"; an "@" right after
+# a letter or digit is not one: "recall@5"), a reference ("#123", "GH-123", "owner/repo@<sha>"),
+# a link ("scheme://…", "www.…", an address "user@host.example") or an emoji (":rocket:"). Each
+# pattern ends where a zero-width space breaks what GitHub looks for. It goes in as a character,
+# not an entity: GitHub finds mentions, references, addresses and emoji in the rendered text.
+_TRIGGERS = re.compile(r"""
+    (?<![A-Za-z0-9])@(?=[A-Za-z0-9_-])   # @mention
+  | @(?=[\w.-]*\.\w|[0-9A-Fa-f]{7})      # user@host.example, owner/repo@0123abc
+  | \#(?=\d) | (?i:gh)-(?=\d)             # #123, GH-123
+  | :(?=//) | (?i:www)(?=\.)              # https://…, www.…
+  | :(?=[\w+-]+:)                        # :shortcode:
+""", re.VERBOSE)
+_LEVELS = ("full", "capped-lists", "no-item-lists", "gated-only", "summary", "minimal")
+_CAPPED_IDS = 1000  # ids per list at the "capped-lists" level
+_SUMMARY_ROWS = 20  # cells, breaches and notes kept at the "summary" level
+_BREACH_ROWS = 50  # breach rows in the open; the rest fold
+_HEX = re.compile(r"^[0-9a-f]{1,64}$")
+_PLAIN = re.compile(r"^[A-Za-z0-9._/-]+#[A-Za-z0-9._:-]+$")
+_ASKED_CHARS = 240
+# Mermaid xychart-beta draws lines in palette order: base first, head second.
+BASE_COLOUR, HEAD_COLOUR = "#57606a", "#0969da"
+
+_TITLES = {"pass": "✅ PASS", "regression": "❌ REGRESSION", "bless-required": "⚠️ BLESS REQUIRED",
+           "inconclusive": "❔ INCONCLUSIVE", "error": "⛔ ERROR"}
+_MODE_WORDS = {
+    "same-hash": "Same fixtures and suite options as the base, so every gold item is compared one "
+                 "to one.",
+    "corpus-bless": "The fixtures or suite options changed since the base: the new numbers need a "
+                    "bless, and items whose content is unchanged are still compared one to one.",
+    "bootstrap": "There is no baseline at the base commit: this pull request introduces one.",
+}
+
+
+def strip_markers(text: str) -> str:
+    """``text`` without any piece of a comment marker, removed until none is left: taking one
+    out of ``<!<!---- …`` must not leave a new one behind."""
+    while True:
+        stripped = _MARKER.sub("", text)
+        if stripped == text:
+            return text
+        text = stripped
+
+
+def _inert(text: str) -> str:
+    """Strip our comment marker, show control and format characters as their escapes, and
+    defuse mentions, references, autolinks and emoji shortcodes: the text reads as it was
+    written, and GitHub makes nothing of it."""
+    text = visible(strip_markers(text))
+    # Before Markdown escaping: ":white_check_mark:" must be broken before "_" becomes "\_".
+    return _TRIGGERS.sub(lambda m: m.group(0) + _ZWSP, text)
+
+
+def escape_md(value: Any) -> str:
+    """Make untrusted text inert in GitHub Markdown: HTML, table pipes, code spans, mentions,
+    issue references and our own comment marker cannot take effect."""
+    text = _inert(" ".join(str(value).split()))
+    return _MD_CHARS.sub(lambda m: _MD_ESCAPES[m.group(0)], text)
+
+
+def escape_html(value: Any) -> Markup:
+    """Untrusted text inside an HTML element (``<summary>``), where Markdown is not parsed."""
+    text = _inert(" ".join(str(value).split()))
+    return Markup(_HTML_CHARS.sub(lambda m: _HTML_ESCAPES[m.group(0)], text))
+
+
+def code_line(value: Any) -> Markup:
+    """A line inside a fenced code block: no backticks and no line breaks (nothing can close the
+    fence), no marker. Mentions do not work in code blocks, so the line stays pasteable."""
+    text = visible(" ".join(strip_markers(str(value)).replace("`", "'").split()))
+    return Markup(text)
+
+
+def _finalize(value: Any) -> Any:
+    """Every ``{{ … }}`` of the templates passes here: trusted markup as it is, numbers
+    formatted, anything else escaped."""
+    if isinstance(value, Markup):
+        return str(value)
+    if value is None or (isinstance(value, (int, float)) and not isinstance(value, bool)):
+        return metric_text(value)
+    return escape_md(value)
+
+
+def _hex(value: str | None) -> str | None:
+    """A sha or hash shown to people: hex only (a foreign file may hold anything), first 12."""
+    return value[:12] if value and _HEX.match(value) else None
+
+
+@dataclass(frozen=True)
+class Row:
+    metric: str
+    base: Any
+    head: Any
+    delta: str
+    mark: str
+    gate: str
+
+
+def _gate_text(cell: str, name: str, base: Any, head: Any, breached: set[str],
+               blessed: bool) -> str:
+    kind = metrics.gate_kind(cell, name)
+    if kind == "report":
+        return "report"
+    words = "must be 0" if kind == "zero" else "gated"
+    bad = f"{cell}:{name}" in breached or (
+        kind == "gated" and findings.judgement(name, base, head) == "worse")
+    if bad:
+        return f"✅ {words}, blessed" if blessed and kind == "gated" else f"❌ {words}"
+    return f"✅ {words}"
+
+
+def _mark(cell: str, name: str, base: Any, head: Any) -> str:
+    word = findings.judgement(name, base, head)
+    if not word:
+        return ""
+    if metrics.gate_kind(cell, name) == "report":
+        return word
+    return "🟢 better" if word == "better" else "🔴 worse"
+
+
+def _is_control(cell: str) -> bool:
+    return cell.partition("/")[2].startswith("control")
+
+
+def _prefixes(key: str) -> Iterator[str]:
+    """``key`` and each of its beginnings that ends before a ``:`` or ``#``: the cells a
+    breach key can belong to."""
+    yield key
+    for at, char in enumerate(key):
+        if char in ":#":
+            yield key[:at]
+
+
+def _cells(verdict: Verdict, results: Results, base: Baseline | None,
+           gated_only: bool) -> list[dict[str, Any]]:
+    entries = Breaches.of(verdict.breaches).entries
+    breached = {e.key for e in entries if isinstance(e, Breach)}
+    # A cell is hit when a breach key is the cell or starts with ``cell:`` or ``cell#``.
+    hit_cells = {prefix for key in breached for prefix in _prefixes(key)}
+    hit_cells |= {prefix for e in entries if isinstance(e, ItemBreaches)
+                  for prefix in _prefixes(e.cell)}
+    source = results if results.cells else base
+    out = []
+    for cell in sorted(set(results.cells) | set(base.cells if base else ())):
+        now = results.cells.get(cell)
+        before = base.cells.get(cell) if base else None
+        names = sorted(set(now.metrics if now else ()) | set(before.metrics if before else ()),
+                       key=lambda m, c=cell: findings.metric_order(c, m))
+        rows = []
+        for name in names:
+            if gated_only and metrics.gate_kind(cell, name) == "report":
+                continue
+            b = before.metrics.get(name) if before else None
+            h = now.metrics.get(name) if now else None
+            rows.append(Row(findings.metric_label(name, cell, source), b, h,
+                            findings.delta_text(name, b, h), _mark(cell, name, b, h),
+                            _gate_text(cell, name, b, h, breached, verdict.blessed)))
+        bad = cell in hit_cells or now is None or any(r.gate.startswith("❌") for r in rows)
+        out.append({
+            "name": cell,
+            "rows": rows,
+            "passed": (now.gold_total - len(now.failed)) if now else None,
+            "gold_total": now.gold_total if now else None,
+            "missing": now is None,
+            "newly_failed": len(verdict.newly_failed.get(cell, ())),
+            "fixed": len(verdict.fixed.get(cell, ())),
+            "control": _is_control(cell),
+            "bad": bad,
+            "changed": any(r.mark for r in rows),
+        })
+    return out
+
+
+def _controls(cells: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """Controls that fail as designed are said in one line; one that does not gets its table."""
+    controls = [c for c in cells if c["control"]]
+    if not controls:
+        return None
+    return {"fine": [c["name"] for c in controls if not c["bad"] and not c["missing"]],
+            "broken": [c["name"] for c in controls if c["bad"] or c["missing"]]}
+
+
+def _net_chart(results: Results, base: Baseline | None) -> dict[str, Any] | None:
+    """The NET(λ) chart, only where it says more than the table: at least three λ, a base to
+    compare with, and a curve that moved."""
+    points = findings.net_points(results, base)
+    if len(points) < 3 or any(b is None for _, b, _ in points):
+        return None
+    if all(findings.delta("net", b, h) == 0 for _, b, h in points):
+        return None
+    values = [float(round4(v)) for _, b, h in points for v in (b, h)]
+    low, high = min([*values, 0.0]), max([*values, 0.0])
+    return {
+        "x": ", ".join(f'"{lam}"' for lam, _, _ in points),
+        "y_min": round4(low - 0.1), "y_max": round4(high + 0.1),
+        "base_line": ", ".join(metric_text(b) for _, b, _ in points),
+        "head_line": ", ".join(metric_text(h) for _, _, h in points),
+        "palette": f"{BASE_COLOUR}, {HEAD_COLOUR}",
+    }
+
+
+def _stories(verdict: Verdict, results: Results, base: Baseline | None, level: str
+             ) -> dict[str, Any]:
+    """Newly failed items: the first few with why, the rest as ids (maybe capped). Only the
+    ids shown are gathered: a million newly failing items are counted, not copied."""
+    total = sum(len(ids) for ids in verdict.newly_failed.values())
+    cap = {"full": None, "capped-lists": _CAPPED_IDS}.get(level, 0)
+    wanted = total if cap is None else INLINE_IDS + cap
+    flat = list(itertools.islice(((cell, i) for cell, ids in sorted(verdict.newly_failed.items())
+                                  for i in ids), wanted))
+    explained = []
+    for cell, item in flat[:INLINE_IDS]:
+        story = findings.item_story(results, cell, item)
+        asked = story.asked if story else None
+        if asked and len(asked) > _ASKED_CHARS:
+            asked = asked[:_ASKED_CHARS].rstrip() + "…"
+        explained.append({"key": f"{cell}#{item}", "asked": asked,
+                          "why": story.why(findings.option_k(results, cell),
+                                          findings.option_k(base, cell)) if story else
+                          "no per-item detail in these results"})
+    shown = flat[INLINE_IDS:]
+    groups: dict[str, list[str]] = {}
+    for cell, item in shown:
+        groups.setdefault(cell, []).append(item)
+    return {"total": total, "explained": explained,
+            "rest": [{"cell": c, "ids": ids} for c, ids in groups.items()],
+            "rest_count": len(shown), "hidden": max(0, total - INLINE_IDS) - len(shown)}
+
+
+def _id_groups(groups: dict[str, list[str]], level: str) -> list[dict[str, Any]]:
+    cap = {"full": None, "capped-lists": _CAPPED_IDS}.get(level, 0)
+    out = []
+    for cell, ids in sorted(groups.items()):
+        kept = ids[INLINE_IDS:] if cap is None else ids[INLINE_IDS:INLINE_IDS + cap]
+        out.append({"cell": cell, "count": len(ids), "inline": ids[:INLINE_IDS], "rest": kept,
+                    "hidden": max(0, len(ids) - INLINE_IDS) - len(kept)})
+    return out
+
+
+_EASING_KINDS = ("item-changed", "item-removed", "corpus-removed", "option")
+_EASING_SHOWN = 20
+
+
+def _easing(verdict: Verdict) -> tuple[list[str], int]:
+    """Breaches that make the test easier (docs/gate.md, "Rules"), named beside the fixture
+    diff: the first few keys, and how many there are."""
+    keys: list[str] = []
+    count = 0
+    for entry in Breaches.of(verdict.breaches).entries:
+        if isinstance(entry, Breach):
+            if not _eases(entry.kind):
+                continue
+            found, n = iter((entry.key,)), 1
+        elif _eases(entry.kind):
+            found, n = entry.iter_keys(), len(entry.ids)
+        else:
+            continue
+        keys += itertools.islice(found, max(0, _EASING_SHOWN - len(keys)))
+        count += n
+    return keys, count
+
+
+def _eases(kind: str) -> bool:
+    """By kind alone: a key holds an item id, and an item id can hold anything (``:option:``)."""
+    return kind in _EASING_KINDS
+
+
+@functools.cache
+def _environment() -> Environment:
+    """One environment per process: templates are compiled once, not per render."""
+    env = Environment(loader=FileSystemLoader(str(data_dir() / "templates")),
+                      undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True,
+                      trim_blocks=True, lstrip_blocks=True, finalize=_finalize)
+    env.filters["code"] = code_line
+    env.filters["html"] = escape_html
+    return env
+
+
+@functools.cache
+def _nothing_measured() -> Results:
+    """The results of a run that could not happen (built when first needed: importing this
+    module builds no validator)."""
+    return Results(schema_version=1, fixtures_hash="", config={}, cells={}, receipt={}, items={})
+
+
+def context(verdict: Verdict, results: Results | None, base: Baseline | None, *, level: str,
+            full_report: str | None = None) -> dict[str, Any]:
+    """Everything the template shows, as plain data; ``level`` says which sections to keep."""
+    check = verdict.justification_check
+    ran = results is not None
+    results = results or _nothing_measured()  # the gate could not run: the reason and how to reproduce
+    short = level in ("summary", "minimal")
+    ranked = findings.ranked_breaches(verdict, results, base)
+    cells = _cells(verdict, results, base, gated_only=level not in ("full", "capped-lists",
+                                                                     "no-item-lists"))
+    shown_cells = [c for c in cells if not c["control"] or c["bad"]] if level != "minimal" else []
+    open_cells = [c for c in shown_cells if c["bad"]]
+    quiet_cells = [c for c in shown_cells if not c["bad"]]
+    base_sha = _hex(verdict.base.sha)
+    full_sha = verdict.base.sha if verdict.base.sha and _HEX.match(verdict.base.sha) else None
+    # The example `show` command names a newly failing item (else any item) with a plain id:
+    # a command in the comment is pasted into shells, so odd ids are left to the lists above.
+    candidates = itertools.chain(
+        ((c, i) for c, ids in sorted(verdict.newly_failed.items()) for i in ids),
+        ((c, i) for c in sorted(results.items) for i in sorted(results.items[c])[:1]))
+    first_item = next(((c, i) for c, i in candidates if _PLAIN.match(f"{c}#{i}")), None)
+    # The first note is the headline when nothing else can be; it is not repeated below.
+    said = {findings.headline(verdict, ranked, results, base)}
+    notes = [n for n in verdict.notes if n not in said
+             and n != "breaches blessed by the committed justification"]
+    gains = findings.improvement_rows(verdict, results, base)
+    easing, easing_count = _easing(verdict)
+    unbanked = verdict.verdict == "pass" and bool(gains or verdict.fixed) and not verdict.banked
+    return {
+        "verdict": verdict,
+        "level": level,
+        "title": _TITLES[verdict.verdict],
+        "headline": findings.headline(verdict, ranked, results, base),
+        "mode_words": _MODE_WORDS.get(verdict.mode or "", "")
+        if verdict.verdict not in ("inconclusive", "error") else "",
+        "base_sha": base_sha,
+        "base_ref": verdict.base.ref,
+        "base_how": findings.HOW_WORDS.get(verdict.base.how or "", verdict.base.how),
+        "head_sha": _hex(results.receipt.git_sha),
+        "fixtures_hash": _hex(results.fixtures_hash),
+        "base_hash": _hex(base.fixtures_hash) if base else None,
+        "breaches": ranked[:_SUMMARY_ROWS] if short else ranked,
+        "breaches_hidden": max(0, len(ranked) - _SUMMARY_ROWS) if short else 0,
+        "breach_rows": _BREACH_ROWS,
+        "open_cells": open_cells[:_SUMMARY_ROWS] if short else open_cells,
+        "quiet_cells": [] if short else quiet_cells,
+        "cells_hidden": (max(0, len(open_cells) - _SUMMARY_ROWS) + len(quiet_cells))
+        if short else 0,
+        "controls": _controls(cells),
+        "net": _net_chart(results, base) if not short else None,
+        "stories": _stories(verdict, results, base, level) if level != "minimal" else None,
+        "gains": gains,
+        "fixed": _id_groups(verdict.fixed, level) if level != "minimal" else [],
+        "unbanked": unbanked,
+        "bank": "membench-gate bless" + findings.config_flag(verdict),
+        "diff": {bucket: _id_groups(getattr(verdict.fixture_diff, bucket), level)
+                 if level != "minimal" else []
+                 for bucket in ("added", "removed", "changed")},
+        "easing": easing,
+        "easing_more": easing_count - len(easing),
+        "justification": {"status": check.status, "text": check.text,
+                          "failed": check.failed_check},
+        "notes": notes[:_SUMMARY_ROWS if level == "summary" else 3] if short else notes,
+        # Banking is said in its own section, with its command.
+        "steps": [] if unbanked else findings.next_steps(verdict, results, base, ranked),
+        "reproduce": "membench-gate check" + findings.config_flag(verdict)
+        + (f" --base-ref {full_sha}" if full_sha else ""),
+        "show": findings.show_command(verdict, *first_item, full_sha) if first_item else None,
+        "truncated": ran and level != "full",
+        "full_report": full_report,
+    }
+
+
+def _least_bytes(verdict: Verdict, level: str, limit: int) -> int:
+    """At least how many bytes the item ids listed at ``level`` take (newly failed, fixed, the
+    fixture diff): a byte an id (newly failed ids are capped across cells, the other lists per
+    cell), and at the full level, where every id is shown whole, its length — when escaping
+    drops nothing from them (no whitespace to fold, no comment marker to strip), since
+    escaping only adds. Enough to skip a level that cannot fit without rendering it."""
+    newly = list(verdict.newly_failed.values())
+    others = [*verdict.fixed.values(), *(ids for bucket in ("added", "removed", "changed")
+                                        for ids in getattr(verdict.fixture_diff, bucket).values())]
+    if level == "capped-lists":
+        return min(sum(map(len, newly)), _CAPPED_IDS) + \
+            sum(min(len(ids), _CAPPED_IDS) for ids in others)
+    if level != "full":
+        return 0
+    count = sum(map(len, newly)) + sum(map(len, others))
+    if count > limit:
+        return count
+    joined = "\0".join(itertools.chain.from_iterable([*newly, *others]))
+    return len(joined) - max(0, count - 1) if _escaping_keeps(joined) else count
+
+
+def _escaping_keeps(text: str) -> bool:
+    """Does escaping keep every character of ``text``: no whitespace to fold, no comment marker
+    to strip? (Plain substring tests first: a regex over megabytes of ids is slow.)"""
+    words = text.split(None, 1)
+    if len(words) != 1 or len(words[0]) != len(text) or "<!--" in text or "-->" in text:
+        return False
+    return (":v" not in text and ":V" not in text) or not _MARKER.search(text)
+
+
+def render(verdict: Verdict, results: Results | None, base: Baseline | None, *,
+           limit: int | None = SUMMARY_LIMIT, full_report: str | None = None) -> str:
+    """The scoreboard Markdown; with a ``limit`` (UTF-8 bytes), cut by whole sections to fit."""
+    template = _environment().get_template("scoreboard.md.j2")
+    text = ""
+    for level in _LEVELS:
+        # A level whose ids alone take more bytes than the limit cannot fit: not rendered.
+        if limit is not None and level != _LEVELS[-1] \
+                and _least_bytes(verdict, level, limit) > limit:
+            continue
+        text = template.render(**context(verdict, results, base, level=level,
+                                         full_report=full_report))
+        if limit is None or len(text.encode("utf-8")) <= limit:
+            return text
+    # Even the minimal scoreboard is too big (only absurd limits): keep whole lines that fit.
+    note = "\n_(cut to fit; see the report file)_\n"
+    kept, size = [], len(note.encode())
+    for line in text.splitlines(keepends=True):
+        size += len(line.encode())
+        if size > limit:
+            break
+        kept.append(line)
+    return "".join(kept) + note

@@ -1,0 +1,118 @@
+"""Short plain-text summaries for the terminal (the Markdown report lives in report.py).
+
+The terminal says what the scoreboard says, in the same order (see :mod:`membench_gate.report.findings`):
+the verdict and its headline, the breaches most severe first, why the first newly failed items
+failed, then commands that work as printed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from membench_gate.errors import visible
+from membench_gate.model.canonical import round4
+from membench_gate.model.metrics import gate_kind
+from membench_gate.model.results import Results
+from membench_gate.model.verdict import Verdict
+from membench_gate.report import findings
+
+
+def metric_text(value: float | None) -> str:
+    """A metric value as shown to people: rounded half-up to 4 decimals."""
+    if value is None:
+        return "—"
+    return str(round4(value))
+
+
+def _cell_line(name: str, results: Results) -> str:
+    cell = results.cells[name]
+    passed = cell.gold_total - len(cell.failed)
+    if name.partition("/")[2].startswith("control"):
+        # A control's one gold item is "the control fails": say that, not "1/1 passed".
+        state = "fails as designed" if not cell.failed else \
+            "does NOT fail: the suite cannot tell a broken memory from a working one"
+        return f"  {name}: control {state}"
+    shown = [f"{m}={metric_text(v)}" for m, v in sorted(cell.metrics.items(),
+                                                 key=lambda mv: findings.metric_order(name, mv[0]))
+             if gate_kind(name, m) != "report"]
+    return f"  {name}: {passed}/{cell.gold_total} gold items pass" + \
+        (f"  {' '.join(shown)}" if shown else "")
+
+
+def run_summary(results: Results, out: Path | None) -> str:
+    lines = [f"{len(results.cells)} cells measured in {results.receipt.duration_s or 0:.1f}s "
+             f"(fixtures hash {results.fixtures_hash[:12]})"]
+    lines += [_cell_line(name, results) for name in sorted(results.cells)]
+    if out is not None:
+        lines.append(f"results written to {out}")
+    return "\n".join(visible(line) for line in lines)
+
+
+_TITLES = {"pass": "PASS", "regression": "REGRESSION", "bless-required": "BLESS REQUIRED",
+           "inconclusive": "INCONCLUSIVE", "error": "ERROR"}
+_SHOWN = 10
+_EXPLAINED = 3
+_MODE = {"same-hash": "same fixtures and options as the base: items compared one to one",
+         "corpus-bless": "fixtures or suite options changed since the base: a bless is needed",
+         "bootstrap": "no baseline at the base commit"}
+
+def _value(value: object) -> str:
+    return metric_text(value) if isinstance(value, (int, float)) and not isinstance(value, bool) \
+        else ("—" if value is None else str(value))
+
+
+def verdict_summary(verdict: Verdict, results: Results, base: object = None) -> str:
+    """The concise terminal report of ``check``: the same order as the scoreboard."""
+    from membench_gate.model.results import Baseline
+
+    base_line = base if isinstance(base, Baseline) else None
+    ranked = findings.ranked_breaches(verdict, results, base_line)
+    info = verdict.base
+    how = findings.HOW_WORDS.get(info.how or "", info.how)
+    where = f"base {info.sha[:12]}" + (f" ({info.ref}, {how})" if info.ref else "") \
+        if info.sha else "no base commit"
+    lines = [f"membench-gate: {_TITLES[verdict.verdict]} (exit {verdict.exit_code})",
+             f"  {findings.headline(verdict, ranked, results, base_line)}",
+             f"  {where}" + (f"; {_MODE[verdict.mode]}" if verdict.mode in _MODE else "")]
+    if verdict.allowed_regression:
+        lines.append(f"  regression allowed locally: {verdict.allowed_regression}")
+    if ranked:
+        lines.append(f"  breaches ({len(verdict.breaches)}), most severe first:")
+        width = max(len(r.what) for r in ranked[:_SHOWN])
+        for row in ranked[:_SHOWN]:
+            if row.group == findings.ITEMS:
+                lines.append(f"    {row.what}: {row.detail}")
+            else:
+                move = f"{_value(row.base)} → {_value(row.head)}"
+                lines.append(f"    {row.what:<{width}}  {move}  {row.delta}")
+        if len(ranked) > _SHOWN:
+            lines.append(f"    … and {len(ranked) - _SHOWN} more rows (--json or --report has "
+                         "them all)")
+    flat = [(cell, i) for cell, ids in sorted(verdict.newly_failed.items()) for i in ids]
+    if flat:
+        lines.append(f"  why the first newly failing items fail ({len(flat)} in all):")
+        for cell, item in flat[:_EXPLAINED]:
+            story = findings.item_story(results, cell, item)
+            why = story.why(findings.option_k(results, cell),
+                            findings.option_k(base_line, cell)) if story else "no detail recorded"
+            lines.append(f"    {cell}#{item}: {why}")
+    gains = findings.improvement_rows(verdict, results, base_line)
+    for gain in gains[:_SHOWN]:
+        lines.append(f"  improved: {gain.what} {metric_text(gain.base)} → {metric_text(gain.head)} "
+                     f"{gain.delta}")
+    for cell, ids in sorted(verdict.fixed.items()):
+        lines.append(f"  fixed on {cell}: {len(ids)} item{'s' if len(ids) != 1 else ''}")
+    check = verdict.justification_check
+    if check.status in ("failed", "missing"):
+        lines.append(f"  justification: {check.failed_check or 'missing'}")
+    said = {lines[1].strip()}
+    lines += [f"  note: {note}" for note in verdict.notes
+              if note not in said and note != "breaches blessed by the committed justification"]
+    steps = findings.next_steps(verdict, results, base_line)
+    if flat:
+        steps = ["# what was asked, the gold and what came back for one item:",
+                 findings.show_command(verdict, *flat[0], info.sha), *steps]
+    if steps:
+        lines.append("  next:")
+        lines += [f"    {step}" for step in steps]
+    return "\n".join(visible(line) for line in lines)

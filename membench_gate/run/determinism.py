@@ -1,0 +1,64 @@
+"""Where two runs of the same config differ: the first cell, item and field.
+
+A memory system that orders equal scores arbitrarily (an ANN index, a hash map, a thread pool)
+gives a different ``hits`` list from one run to the next while every metric may stay the same;
+the gate would then compare noise. ``check --verify-determinism`` runs twice and names the first
+difference so it can be fixed at its source — usually by sorting ties by ``(score desc, id)``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from membench_gate.model.canonical import normalize
+from membench_gate.model.results import Results
+
+
+def _walk(a: Any, b: Any, path: str) -> str | None:
+    """The path of the first difference between two canonical JSON values, or None."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        for key in sorted(set(a) | set(b)):
+            if key not in a or key not in b:
+                return f"{path}.{key}" if path else str(key)
+            found = _walk(a[key], b[key], f"{path}.{key}" if path else str(key))
+            if found:
+                return found
+        return None
+    if isinstance(a, list) and isinstance(b, list):
+        for index, (x, y) in enumerate(zip(a, b, strict=False)):
+            found = _walk(x, y, f"{path}[{index}]")
+            if found:
+                return found
+        return f"{path} (length {len(a)} then {len(b)})" if len(a) != len(b) else None
+    return None if a == b else path
+
+
+def _value(data: Any, path: str) -> Any:
+    """The value at a path made by :func:`_walk` (best effort, for the message)."""
+    for part in path.replace("[", ".[").split("."):
+        if not part or " " in part:
+            return None
+        try:
+            data = data[int(part[1:-1])] if part.startswith("[") else data[part]
+        except (KeyError, IndexError, TypeError, ValueError):
+            return None
+    return data
+
+
+def first_difference(first: Results, second: Results) -> str | None:
+    """``cell#item field: a then b`` for the first difference (per-item detail first, since that
+    is where a tie order shows), then cells and the rest; None when the runs agree."""
+    a = normalize(first.model_dump(mode="json", exclude={"receipt"}))
+    b = normalize(second.model_dump(mode="json", exclude={"receipt"}))
+    for cell in sorted(set(a["items"]) | set(b["items"])):
+        items_a, items_b = a["items"].get(cell, {}), b["items"].get(cell, {})
+        for item in sorted(set(items_a) | set(items_b)):
+            if item not in items_a or item not in items_b:
+                return f"{cell}#{item}: present in one run only"
+            field = _walk(items_a[item], items_b[item], "")
+            if field:
+                return f"{cell}#{item} field {field}: {_value(items_a[item], field)!r} then " \
+                       f"{_value(items_b[item], field)!r}"
+    a.pop("items"), b.pop("items")
+    found = _walk(a, b, "")
+    return f"{found}: {_value(a, found)!r} then {_value(b, found)!r}" if found else None

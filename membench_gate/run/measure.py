@@ -1,0 +1,36 @@
+"""``fixtures_hash`` of a config over its fixture files: the hash a run records and
+``check --results`` compares, read from the files alone (no item is validated)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from membench_gate.config import Config
+from membench_gate.files import load_json, read_text
+from membench_gate.model.measurement import file_digest, fixtures_hash
+from membench_gate.suites.common.folders import SCORER_VERSIONS, FixtureFile, suite_paths
+
+
+def hash_of(config: Config, files: Mapping[str, list[FixtureFile]]) -> str:
+    """``fixtures_hash`` of ``config`` over the files of each enabled suite."""
+    return _hash(config, {name: [(file.label, file_digest(file.data)) for file in files[name]]
+                          for name in files})
+
+
+def _hash(config: Config, digests: Mapping[str, list[tuple[str, str]]]) -> str:
+    """``fixtures_hash`` of ``config`` over each suite's files as ``(label, digest)``."""
+    return fixtures_hash(config.include_holdout, [
+        (name, SCORER_VERSIONS[name], config.suite_record(name), digests[name])
+        for name in digests
+    ])
+
+
+def measurement_hash(config: Config) -> str:
+    """``fixtures_hash`` of ``config`` read from the files alone (no item is validated): what
+    ``check --results`` compares a results file's hash with."""
+    return _hash(config, {
+        name: [(label, file_digest(load_json(read_text(path, label, "fixture file"), label)))
+               for folder in suite_paths(name, options.fixtures, config.base_dir)
+               for path, label in folder]
+        for name, options in config.suites.items()
+    })

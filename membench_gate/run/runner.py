@@ -1,0 +1,159 @@
+"""A run: config → fixtures → adapter → suites → :class:`Results`."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any, TextIO
+
+from membench_gate import __version__
+from membench_gate.config import Config
+from membench_gate.errors import GateError
+from membench_gate.model.measurement import digest
+from membench_gate.model.results import SCHEMA_VERSION, Cell, Results
+from membench_gate.run.measure import hash_of
+from membench_gate.run.shard import Shard
+from membench_gate.suites import Progress, registry
+from membench_gate.suites.common.fixtures import SuiteFixtures, load_suite
+
+if TYPE_CHECKING:  # a check of a results file loads fixtures, never an adapter
+    from membench_gate.adapter import rpc
+
+
+def _receipt_sha(config: Config) -> str | None:
+    """Best-effort commit of the working tree, for the receipt only (never gated)."""
+    from membench_gate.base import git as gitbase
+
+    try:
+        return gitbase.head_sha(config.base_dir)
+    except GateError:
+        return None
+
+
+PROGRESS_INTERVAL = 10.0  # seconds between progress lines outside a terminal (docs/gate.md, "Progress")
+
+
+class ProgressReporter:
+    """Progress of a run on stderr: a live line on a terminal; elsewhere (CI logs) one line per
+    suite when it ends and, while it runs, at most one line every ``interval`` seconds with
+    done/total and an estimate of the time left. ``done``/``total`` count the adapter calls a
+    suite makes (the abstention suite asks every probe twice: once for itself, once for the
+    shuffled-ids control)."""
+
+    def __init__(self, stream: TextIO, tty: bool, interval: float = PROGRESS_INTERVAL,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.stream, self.tty, self.interval, self.clock = stream, tty, interval, clock
+        self.suite: str | None = None
+        self.started = self.last = 0.0
+
+    def __call__(self, suite: str, done: int, total: int) -> None:
+        now = self.clock()
+        if suite != self.suite:
+            self.suite, self.started = suite, now
+            if not self.tty:
+                self.last = max(self.last, now - self.interval / 2)  # not at once at the start
+        elapsed = now - self.started
+        if self.tty:
+            end = "\n" if done >= total else ""
+            self.stream.write(f"\r\x1b[K{suite}: {done}/{total}{self._eta(done, total, elapsed)}"
+                              f"{end}")
+        elif done >= total:
+            self.stream.write(f"{suite}: {total}/{total} adapter calls done in {elapsed:.1f}s\n")
+        elif now - self.last >= self.interval:
+            self.last = now
+            self.stream.write(f"{suite}: {done}/{total} adapter calls"
+                              f"{self._eta(done, total, elapsed)}\n")
+        else:
+            return
+        self.stream.flush()
+
+    @staticmethod
+    def _eta(done: int, total: int, elapsed: float) -> str:
+        if done <= 0 or done >= total or elapsed < 1:
+            return ""
+        left = elapsed / done * (total - done)
+        return f", about {left:.0f}s left" if left < 120 else f", about {left / 60:.0f} min left"
+
+
+def progress_reporter(stream: TextIO | None = None) -> Progress:
+    """Progress on stderr (or ``stream``): live on a terminal, periodic lines elsewhere."""
+    out = stream or sys.stderr
+    isatty = getattr(out, "isatty", None)
+    return ProgressReporter(out, bool(isatty and isatty()))
+
+
+def load_fixtures(config: Config) -> tuple[str, dict[str, SuiteFixtures]]:
+    """The fixtures hash and the loaded, validated fixtures of every enabled suite of ``config``
+    (nothing is run: this is what a run measures with)."""
+    loaded = {
+        name: load_suite(name, options.fixtures, config.base_dir, config.include_holdout)
+        for name, options in config.suites.items()
+    }
+    return hash_of(config, {name: fixtures.files for name, fixtures in loaded.items()}), loaded
+
+
+def cell_digests(fixtures: SuiteFixtures, items: dict[str, Any]) -> dict[str, str]:
+    """Content digest of each gold item of a cell; an item that is not a fixture item (a control)
+    stands for the whole suite, so its digest covers every item the suite scored."""
+    whole = digest(sorted(fixtures.digests.items()))
+    return {item: fixtures.digests.get(item, whole) for item in sorted(items)}
+
+
+def run(config: Config, progress: Progress | None = None,
+        wrap: Callable[[rpc.SuiteSession], Any] | None = None,
+        shard: Shard | None = None,
+        preloaded: tuple[str, dict[str, SuiteFixtures]] | None = None) -> Results:
+    """Run every enabled suite of ``config`` against its adapter, in the adapter's own process.
+
+    ``wrap`` puts an object with the session's methods between each suite and the adapter (the
+    selftest's mutants). With ``shard``, only that shard's items are scored (the corpus is still
+    ingested whole). ``preloaded`` is what :func:`load_fixtures` gave, when the caller loaded
+    them already. Every input is read before the adapter starts: nothing the memory's code does
+    can change what it is measured on."""
+    started = datetime.now(timezone.utc)
+    clock = time.perf_counter()
+    digest, loaded = preloaded or load_fixtures(config)
+    process = (handshake := config.launch()).process
+    try:
+        client = handshake.finish()
+        suites = registry()
+        for name in loaded:  # what a suite needs of the adapter, before any suite runs
+            check_adapter = getattr(suites[name], "check_adapter", None)
+            if check_adapter is not None:
+                check_adapter(client.capabilities)
+        cells: dict[str, Cell] = {}
+        items: dict[str, dict[str, dict[str, Any]]] = {}
+        digests: dict[str, dict[str, str]] = {}
+        for name, fixtures in loaded.items():
+            session: Any = client.session(name)
+            if wrap is not None:
+                session = wrap(session)
+            scored = shard.restrict(name, fixtures) if shard else fixtures
+            outcome = suites[name].run(scored, session, config.suites[name], progress)
+            for cell_name, cell in outcome.cells.items():
+                cells[cell_name] = Cell(metrics=cell.metrics, gold_total=cell.gold_total,
+                                        failed=cell.failed)
+                digests[cell_name] = cell_digests(fixtures, outcome.items[cell_name])
+            items.update(outcome.items)
+        process.shutdown()
+    finally:
+        process.kill()
+    return Results(
+        schema_version=SCHEMA_VERSION,
+        fixtures_hash=digest,
+        config=config.record(),
+        cells=cells,
+        digests=digests,
+        corpus={name: fixtures.corpus for name, fixtures in loaded.items()},
+        receipt={
+            "tool_version": __version__,
+            "git_sha": _receipt_sha(config),
+            "started_at": started.isoformat(timespec="seconds"),
+            "duration_s": time.perf_counter() - clock,
+            "adapter": client.name,
+            "shard": str(shard) if shard else None,
+        },
+        items=items,
+    )

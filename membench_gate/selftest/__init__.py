@@ -1,0 +1,1 @@
+"""``membench-gate selftest``: mutants of the adapter and the sensitivity report."""
