@@ -27,11 +27,12 @@ from membench_gate.ci.actions_env import annotation
 from membench_gate.errors import visible
 from membench_gate.gate.rules import decide
 from membench_gate.model.results import Baseline, Cell, Justification, Results
+from membench_gate.model.selftest import SelftestReport
 from membench_gate.model.verdict import Verdict
 from membench_gate.report import render as report
 from membench_gate.report.render import render
+from membench_gate.report.selftest import render_table
 from membench_gate.report.summary import verdict_summary
-from membench_gate.selftest.sensitivity import SelftestReport, render_table
 
 # What a hostile artifact or adapter puts in text a terminal shows: clear the screen, set the
 # window title, write the clipboard (OSC 52), a C1 control sequence introducer, text reversed.

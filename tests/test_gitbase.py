@@ -331,7 +331,7 @@ def test_unfetchable_base_commit_is_a_gate_error_naming_it(
     message = str(caught.value)
     assert message.startswith(f"cannot fetch base commit {MISSING_SHA} from origin: ")
     assert "\n" not in message
-    assert "not our ref" in message  # git's own reason, not GitPython's wrapper
+    assert "not our ref" in message  # git's own reason, not a wrapper's
     with pytest.raises(GateError, match=f"cannot fetch base commit {MISSING_SHA}"):
         read_file_at(repo, MISSING_SHA, BASELINE)
 

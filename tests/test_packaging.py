@@ -100,7 +100,7 @@ def test_installed_wheel_runs_from_an_unrelated_directory(installed: Path, tmp_p
     assert results == from_source
 
 
-_HEAVY = ("github", "git")
+_HEAVY = ("github",)  # PyGithub
 _PROBE = (
     "import sys\n{body}\n"
     "heavy = sorted(m for m in sys.modules if m.split('.')[0] in {heavy!r})\n"
@@ -122,9 +122,9 @@ def test_heavy_imports_stay_lazy(body: str) -> None:
 
 def test_checking_a_results_file_imports_no_adapter_machinery(tmp_path: Path) -> None:
     # check --results reads files and git: no numpy, no fuzzy matching (no justification to
-    # judge), no adapter client, no GitHub or GitPython. It does load the fixtures and the suites:
-    # the file is re-derived by replaying the suites on its recorded answers (the runner's
-    # digests included), which needs neither an adapter process nor its client.
+    # judge), no adapter client, no GitHub client. It does load the fixtures and the suites: the file
+    # is re-derived by replaying the suites on its recorded answers (the runner's digests included),
+    # which needs neither an adapter process nor its client.
     from conftest import bless, run_cli, seed_repo
 
     config = (REPO / "membench.toml").read_text(encoding="utf-8")
@@ -136,8 +136,8 @@ def test_checking_a_results_file_imports_no_adapter_machinery(tmp_path: Path) ->
              "code = main(['check', '--results', 'r.json'])\n"
              "assert code == 0, code\n"
              "print(sorted(m for m in sys.modules if m.split('.')[0] in "
-             "{'numpy', 'rapidfuzz', 'github', 'git'} or m in {'membench_gate.adapter.rpc', "
-             "'membench_gate.host', 'membench_gate.reference'}))\n")
+             "{'numpy', 'rapidfuzz', 'github'} or m in {'membench_gate.adapter.rpc', "
+             "'membench_gate.adapter.host', 'membench_gate.reference'}))\n")
     proc = python("-c", probe, cwd=repo, pythonpath=REPO)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip().splitlines()[-1] == "[]"

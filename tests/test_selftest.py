@@ -14,9 +14,9 @@ from conftest import run_cli, write_adapter_config
 
 from membench_gate.adapter.types import Answer, Query, Record, Session
 from membench_gate.config import load_config
+from membench_gate.report.selftest import read_report, sensitivity_markdown
 from membench_gate.run.runner import run
 from membench_gate.selftest.mutants import MUTANTS, Mutant
-from membench_gate.selftest.sensitivity import read_report, sensitivity_markdown
 
 
 def full_config(folder: Path, target: str = "membench_gate.reference:ReferenceMemory") -> Path:

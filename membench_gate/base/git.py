@@ -22,12 +22,26 @@ import subprocess
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
-from typing import IO, TYPE_CHECKING, Any, Literal, NamedTuple, cast
+from typing import IO, Any, Literal, NamedTuple, Protocol, cast
 
 from membench_gate.errors import GateError
 
-if TYPE_CHECKING:
-    from membench_gate.ci.settings import Context
+
+class Context(Protocol):
+    """What the base lookup reads of the run's environment (``ci.settings.Context`` is one):
+    declared here so that the git layer knows nothing of where it came from."""
+
+    @property
+    def ci(self) -> bool: ...
+    @property
+    def event_name(self) -> str: ...
+    @property
+    def event_path(self) -> Path | None: ...
+    @property
+    def sha(self) -> str: ...
+    @property
+    def event(self) -> Mapping[str, Any]: ...
+
 
 BaseHow = Literal[
     "explicit", "merge-commit-parent", "event-base-sha", "remote-default-branch", "local-branch"
@@ -35,6 +49,12 @@ BaseHow = Literal[
 
 ZERO_SHA = "0" * 40
 _FULL_SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")  # sha-1 or sha-256
+
+
+def is_full_sha(text: str) -> bool:
+    """Whether ``text`` is a full commit id, sha-1 (40 hex digits) or sha-256 (64): the one check
+    the gate makes of a sha it is given (by git, the event payload or the GitHub API)."""
+    return _FULL_SHA.fullmatch(text) is not None
 _HEX = re.compile(r"[0-9a-fA-F]{4,}")
 # The ancestry a --base-ref may add to what it names (HEAD~1, origin/main^2): git's own syntax,
 # applied to the commit once it is found, never to a name.
@@ -374,7 +394,7 @@ class Repo:
     def ensure_commit(self, sha: str) -> str:
         """Make sure commit ``sha`` (a full sha) is present, fetching it from origin if not;
         return it."""
-        if not _FULL_SHA.fullmatch(sha):
+        if not is_full_sha(sha):
             raise GateError(f"commit {sha} is not in {self.root}")
         found = self.rev(sha)
         if found is not None:
@@ -420,7 +440,7 @@ class Repo:
             if found is None:
                 raise GateError(f"{where}: HEAD of {self.root} has no commit yet")
             sha, label = found, "HEAD"
-        elif _FULL_SHA.fullmatch(name.lower()):
+        elif is_full_sha(name.lower()):
             sha = label = self.ensure_commit(name.lower())
         else:
             sha, label = self._branch(name, where)
@@ -720,7 +740,7 @@ class _Event(NamedTuple):
     def sha(self, dotted: str) -> str:
         """A full commit sha the event must carry; its absence means a broken payload."""
         value = self.get(dotted)
-        if not isinstance(value, str) or not _FULL_SHA.fullmatch(value):
+        if not isinstance(value, str) or not is_full_sha(value):
             raise GateError(
                 f"GitHub event payload {self.path}: {dotted} is missing or not a full commit sha"
             )

@@ -27,8 +27,7 @@ from membench_gate.model.results import Baseline, UnknownSchemaVersion, parse_ba
 from membench_gate.model.verdict import BaseInfo, Breach
 
 if TYPE_CHECKING:
-    from membench_gate.base.git import Repo, Started
-    from membench_gate.ci.settings import Context
+    from membench_gate.base.git import Context, Repo, Started
 
 MOVED_KEY = "gate:baseline-moved"
 

@@ -33,7 +33,7 @@ from membench_gate.report.render import SUMMARY_LIMIT
 
 if TYPE_CHECKING:
     from membench_gate.model.results import Baseline, Results
-    from membench_gate.selftest.sensitivity import SelftestReport
+    from membench_gate.model.selftest import SelftestReport
 
 OUTPUTS = ("verdict", "exit-code", "mode", "base-sha", "report-path", "results-path",
            "comment-url", "isolation")
@@ -249,7 +249,7 @@ def _closed(text: str, selftest: SelftestReport | Literal[False] | None, room: i
         return text
     if selftest is False:
         return f"{text}\n{SELFTEST_FAILED}"
-    from membench_gate.selftest.sensitivity import sensitivity_markdown
+    from membench_gate.report.selftest import sensitivity_markdown
 
     line = sensitivity_markdown(selftest)
     if len(line.encode("utf-8")) + 1 > room:  # many blind metrics: counted, not named
@@ -305,7 +305,7 @@ def _selftest(settings: Settings, paths: dict[str, Path], env: Mapping[str, str]
     """Run ``membench-gate selftest`` (input ``selftest``): its validated report, or False when
     it could not run. Its outcome never changes the verdict: blind metrics are a warning about
     the gate itself."""
-    from membench_gate.selftest.sensitivity import read_report
+    from membench_gate.report.selftest import read_report
 
     _run_quarantined(["selftest", "--config", settings.config, "--json",
                       str(paths["selftest.json"]), *_budget_args(settings)], env)

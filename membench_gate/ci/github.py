@@ -17,7 +17,9 @@ from http import HTTPStatus
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit
 
+from membench_gate.base.git import is_full_sha
 from membench_gate.errors import GateError
+from membench_gate.report.render import WHOLE_MARKERS, strip_markers
 
 if TYPE_CHECKING:
     from github.IssueComment import IssueComment
@@ -31,8 +33,6 @@ RETRY_AFTER_CAP = 60.0
 
 _MAX_MESSAGE = 300
 _KEY_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
-_ANY_MARKER = re.compile(r"<!--\s*membench-gate:v1\b.*?-->", re.DOTALL)
-_FULL_SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 _REPOSITORY = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
 _VIEWER_QUERY = "query { viewer { login } }"
 _MINIMIZED_QUERY = "query($id: ID!) { node(id: $id) { ... on IssueComment { isMinimized } } }"
@@ -45,16 +45,6 @@ def marker(key: str) -> str:
     ``[A-Za-z0-9._-]``, so it can neither end the comment early nor differ by whitespace."""
     cleaned = _KEY_UNSAFE.sub("-", (key or "").strip())[:100]
     return f"{MARKER_PREFIX} key={cleaned if cleaned.strip('-') else 'default'} -->"
-
-
-def _without_markers(body: str) -> str:
-    """``body`` with every marker removed, until none is left (removing one must not join the
-    pieces around it into another)."""
-    while True:
-        stripped = _ANY_MARKER.sub("", body)
-        if stripped == body:
-            return body
-        body = stripped
 
 
 # The longest marker line the comment's first line can be: the body gets the rest of the limit.
@@ -104,8 +94,8 @@ def find_pr_for_head_sha(*, token: str, repository: str, head_sha: str, api_url:
     PR on the same commit is not taken), for the fork-safe ``workflow_run`` job: GitHub leaves its
     ``pull_requests`` empty for forks. Raises :class:`GateError` when GitHub cannot be asked."""
     sha = (head_sha or "").strip().lower()
-    if not _FULL_SHA.fullmatch(sha):
-        raise GateError(f"invalid head sha {head_sha!r}: expected a full 40-hex commit id")
+    if not is_full_sha(sha):
+        raise GateError(f"invalid head sha {head_sha!r}: expected a full commit id (40 or 64 hex digits)")
     try:
         if problem := _bad_input(token, repository, api_url):
             raise GateError(problem)
@@ -133,7 +123,7 @@ class _StickyComment:
         """Carry out ``mode`` (``update`` or ``recreate``)."""
         # A stray marker in the body (ours or another key's) would make the comment claimable by the wrong
         # key on the next run, so the only marker left is the one we add.
-        full_body = f"{self.marker}\n{_without_markers(body)}"
+        full_body = f"{self.marker}\n{strip_markers(body, WHOLE_MARKERS)}"
         # The token's own login: REST GET /user answers 403 to the workflow's installation token, GraphQL's
         # viewer works for every kind of token.
         self.login = (self.session.graphql(_VIEWER_QUERY, {}).get("viewer") or {}).get("login") or ""

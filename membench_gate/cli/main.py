@@ -382,8 +382,9 @@ def cmd_selftest(args: argparse.Namespace) -> int:
     from membench_gate.config import load_config
     from membench_gate.files import write_atomic
     from membench_gate.model.canonical import canonical_dumps
+    from membench_gate.report.selftest import render_table
     from membench_gate.selftest.mutants import by_name
-    from membench_gate.selftest.sensitivity import render_table, selftest
+    from membench_gate.selftest.sensitivity import selftest
 
     if args.json:
         args.json.unlink(missing_ok=True)  # never a stale report from an earlier run

@@ -37,7 +37,10 @@ COMMENT_LIMIT = 60_000
 SUMMARY_LIMIT = 1024 * 1024
 INLINE_IDS = 5  # newly failed items explained in the open; the rest fold into <details>
 _ZWSP = "\u200b"
+# Any piece of a comment marker, in text we did not write (ids, justifications, adapter output).
 _MARKER = re.compile(r"<!--|-->|membench-gate:v\d+", re.IGNORECASE)
+# A whole marker, in a body we post (which may hold arrows of its own, e.g. a chart's "-->").
+WHOLE_MARKERS = re.compile(r"<!--\s*membench-gate:v1\b.*?-->", re.DOTALL)
 _MD_ESCAPES = {"\\": "\\\\", "|": "\\|", "[": "\\[", "]": "\\]", "*": "\\*", "_": "\\_",
                "~": "\\~", "&": "&amp;", "<": "&lt;", ">": "&gt;", "`": "&#96;"}
 _MD_CHARS = re.compile("[" + re.escape("".join(_MD_ESCAPES)) + "]")
@@ -76,11 +79,12 @@ _MODE_WORDS = {
 }
 
 
-def strip_markers(text: str) -> str:
-    """``text`` without any piece of a comment marker, removed until none is left: taking one
-    out of ``<!<!---- …`` must not leave a new one behind."""
+def strip_markers(text: str, pattern: re.Pattern[str] = _MARKER) -> str:
+    """``text`` without any piece of a comment marker (or, with :data:`WHOLE_MARKERS`, any whole
+    one), removed until none is left: taking one out of ``<!<!---- …`` must not leave a new one
+    behind."""
     while True:
-        stripped = _MARKER.sub("", text)
+        stripped = pattern.sub("", text)
         if stripped == text:
             return text
         text = stripped
