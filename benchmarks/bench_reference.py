@@ -48,7 +48,7 @@ ROOT = Path(os.environ.get("BENCH_REFERENCE_ROOT") or Path(__file__).resolve().p
 sys.path.insert(0, str(ROOT))
 
 from membench_gate import Query, Record  # noqa: E402, I001  (before bench_run: it adds its root)
-from membench_gate.reference.memory import HashEmbedder  # noqa: E402
+from membench_gate.reference.embed import HashEmbedder  # noqa: E402
 from membench_gate.reference import ReferenceMemory  # noqa: E402
 
 from bench_run import make_queries, make_records  # noqa: E402

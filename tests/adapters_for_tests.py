@@ -25,7 +25,7 @@ from typing import Any
 
 from membench_gate import Answer, Hit, Query, Record, Session
 from membench_gate.reference import ReferenceMemory
-from membench_gate.reference.memory import normalize_text
+from membench_gate.reference.embed import normalize_text
 
 
 def _read(path: Path) -> Any:

@@ -17,7 +17,7 @@ import pytest
 from conftest import SMALL_FACTS, SMALL_PROBES, assert_error_verdict, run_cli
 
 from membench_gate.config import parse_config
-from membench_gate.reference.memory import tokenize
+from membench_gate.reference.embed import tokenize
 from membench_gate.run.measure import measurement_hash
 from membench_gate.run.runner import load_fixtures
 from membench_gate.suites.common.fixtures import load_suite

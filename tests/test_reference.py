@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from membench_gate import Answer, Query, Record
 from membench_gate.reference import ReferenceMemory
-from membench_gate.reference.memory import HashEmbedder, fnv1a_32, normalize_text, tokenize
+from membench_gate.reference.embed import HashEmbedder, fnv1a_32, normalize_text, tokenize
 
 DIMS = 64
 

@@ -13,7 +13,7 @@ from conftest import BUILTIN, TESTS, run_cli
 
 from membench_gate import Query, Session, Turn
 from membench_gate.reference import ReferenceMemory
-from membench_gate.reference.memory import extract, sentences
+from membench_gate.reference.write import extract, sentences
 from membench_gate.suites.common.fixtures import keyword_in, load_suite
 
 SESSIONS = BUILTIN / "writeback" / "sessions"

@@ -3,13 +3,13 @@
 It is the embedded default adapter and the system this repository gates on its own pull requests.
 Nothing here is special-cased by the suites: it is just another adapter.
 
-- Hash embedder: lowercase, non-alphanumerics to spaces, tokens longer than 2 characters; each token
+- Hash embedder (:mod:`membench_gate.reference.embed`): lowercase, non-alphanumerics to spaces, tokens longer than 2 characters; each token
   hashed with 32-bit FNV-1a; +1.0 in bucket ``h % dims`` and +0.5 in bucket ``(h >> 8) % dims``;
   L2-normalised, so cosine is a dot product.
 - Composite score (VetoBench's published 5-signal formula):
   ``0.32·cosine + 0.27·file_overlap + 0.18·recency + 0.13·relevance + 0.10·approval``.
 - Abstains when the cosine of the best hit is below ``tau`` (``tau = 0`` turns the floor off).
-- Write: ``write(session)`` keeps the sentences of a conversation that state something, attributed
+- Write (:mod:`membench_gate.reference.write`): ``write(session)`` keeps the sentences of a conversation that state something, attributed
   to an entity and stamped with ``{source, session, turn}`` (rules in :func:`extract`);
   each is stored like a record whose embedded text is prefixed with its entity, so a later question
   naming the person finds it. Hits carry ``text``, ``entity`` and ``provenance``.
@@ -28,7 +28,6 @@ non-zero buckets: the product is the same, the rest of the matrix is zeros times
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from datetime import datetime, timezone
 from itertools import chain
@@ -37,9 +36,9 @@ import numpy as np
 from rapidfuzz import fuzz
 
 from membench_gate.adapter.types import Answer, Hit, Query, Record, Session
+from membench_gate.reference.embed import HashEmbedder, normalize_text
+from membench_gate.reference.write import extract
 
-FNV_OFFSET = 0x811C9DC5
-FNV_PRIME = 0x01000193
 WEIGHTS = {"cosine": 0.32, "file_overlap": 0.27, "recency": 0.18, "relevance": 0.13,
            "approval": 0.10}
 HALF_LIFE_DAYS = 30.0
@@ -51,161 +50,6 @@ _RANK_DECIMALS = 9
 # An active record's composite lies in [0, 1]: subtracting 1 ranks a superseded one after all of them.
 SUPERSEDED_DEMOTION = 1.0
 
-
-def fnv1a_32(data: bytes) -> int:
-    """32-bit FNV-1a: the definition, one token at a time (:func:`_hash_words` hashes a batch)."""
-    h = FNV_OFFSET
-    for byte in data:
-        h = ((h ^ byte) * FNV_PRIME) & 0xFFFFFFFF
-    return h
-
-
-# ``\w`` is ``str.isalnum()`` or ``_``: this replaces exactly the characters that are not
-# alphanumeric, one space each, in C rather than a Python loop over every character.
-_NON_ALNUM = re.compile(r"[\W_]")
-# The tokens of the normalised text are its maximal runs of alphanumerics: found in one C-level
-# scan, without building the normalised string and splitting it.
-_TOKEN = re.compile(r"[^\W_]{3,}")
-# The same for ASCII text, byte by byte: letters lowercased, digits and letters kept, every other
-# byte a space (``bytes.translate``, then ``bytes.split``).
-_ASCII_WORDS = bytes(
-    byte | 0x20 if 0x41 <= byte <= 0x5A else byte if chr(byte).isalnum() and byte < 0x80 else 0x20
-    for byte in range(256)
-)
-# Between the texts of a batch, tokenised as one string. ``\x00`` is not alphanumeric, so no
-# text's words contain it (a batch whose texts do is tokenised text by text).
-_ASCII_WORDS_AND_SEPARATOR = b"\x00" + _ASCII_WORDS[1:]
-# Tokens up to this long are hashed together, byte position by byte position; longer ones (a
-# checksum, a pasted blob) one by one, so that one very long token costs no more than its bytes.
-_BATCH_HASH_MAX = 64
-# Rows embedded per step (dims × rows cells): small enough for the step's scratch arrays to stay
-# in cache, so the matrix itself is written once.
-_STEP_CELLS = 1 << 16
-
-
-def normalize_text(text: str) -> str:
-    """Lowercase, every non-alphanumeric character to a space."""
-    return _NON_ALNUM.sub(" ", text.lower())
-
-
-def tokenize(text: str) -> list[str]:
-    """Tokens of the embedder: the words of :func:`normalize_text` longer than 2 characters."""
-    return _TOKEN.findall(text.lower())
-
-
-def _word_bytes(text: str) -> bytes:
-    """The text's words as UTF-8, separated by spaces; ASCII words of 1-2 letters left in."""
-    if text.isascii():
-        return text.encode("ascii").translate(_ASCII_WORDS)
-    return b" ".join(token.encode("utf-8") for token in tokenize(text))
-
-
-def _batch_bytes(texts: Sequence[str]) -> bytes:
-    """The words of all ``texts`` (see :func:`_word_bytes`), the texts separated by ``\x00``."""
-    joined = " \x00 ".join(texts)
-    if joined.isascii() and joined.count("\x00") == len(texts) - 1:
-        return joined.encode("ascii").translate(_ASCII_WORDS_AND_SEPARATOR)
-    return b" \x00 ".join(map(_word_bytes, texts))
-
-
-def _hash_words(data: bytes) -> tuple[np.ndarray, np.ndarray]:
-    """Where each token of ``data`` starts, and its FNV-1a hash: the tokens are the runs of bytes
-    above the space (``\x00`` and spaces separate them) longer than 2 bytes.
-
-    The tokens are hashed together, byte position by byte position, longest first so that the
-    tokens still going on at position j are a prefix: a few array operations per position instead
-    of a Python loop over every byte.
-    """
-    data_bytes = np.frombuffer(data, dtype=np.uint8)
-    inside = np.zeros(len(data_bytes) + 2, dtype=bool)
-    np.greater(data_bytes, 0x20, out=inside[1:-1])
-    edges = np.flatnonzero(inside[1:] != inside[:-1])
-    starts, lengths = edges[0::2], edges[1::2] - edges[0::2]
-    long = lengths > 2
-    starts, lengths = starts[long], lengths[long]
-    hashes = np.full(len(starts), FNV_OFFSET, dtype=np.uint32)
-    batch = np.flatnonzero(lengths <= _BATCH_HASH_MAX)
-    order = batch[np.argsort(-lengths[batch])]
-    at = starts[order]
-    going = np.searchsorted(-lengths[order], -np.arange(int(lengths[order].max(initial=0))),
-                            "left")
-    batch_hashes = hashes[order]
-    for position, count in enumerate(going.tolist()):
-        head = batch_hashes[:count]
-        head ^= data_bytes[at[:count] + position]
-        head *= np.uint32(FNV_PRIME)  # modulo 2**32, as unsigned arithmetic wraps
-    hashes[order] = batch_hashes
-    for i in np.flatnonzero(lengths > _BATCH_HASH_MAX).tolist():
-        hashes[i] = fnv1a_32(data[starts[i]:starts[i] + lengths[i]])
-    return starts, hashes
-
-
-class HashEmbedder:
-    """Deterministic bag-of-words embedder with two hashed buckets per token.
-
-    Texts are tokenised and hashed a batch at a time with array operations (see
-    :func:`_hash_words`): no Python work per token.
-    """
-
-    def __init__(self, dims: int = 512) -> None:
-        if dims < 2:
-            raise ValueError("dims must be at least 2")
-        self.dims = dims
-
-    def embed(self, text: str) -> np.ndarray:
-        _, hashes = _hash_words(_word_bytes(text))
-        hashes = hashes.astype(np.intp)
-        # Counts of 1.0 and 0.5 are exact in any order.
-        vec = np.bincount(hashes % self.dims, minlength=self.dims) \
-            + 0.5 * np.bincount((hashes >> 8) % self.dims, minlength=self.dims)
-        norm = float(np.linalg.norm(vec))
-        return vec / norm if norm > 0 else vec
-
-    def tokens(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-        """The token count of each text and the hashes of all their tokens, in order: what
-        :meth:`fill` needs, 4 bytes a token, far less than the rows it will become."""
-        lengths = np.empty(len(texts), dtype=np.intp)
-        parts = [np.empty(0, dtype=np.uint32)]
-        step = 4096  # texts tokenised at a time
-        for start in range(0, len(texts), step):
-            chunk = texts[start:start + step]
-            data = _batch_bytes(chunk)
-            starts, hashes = _hash_words(data)
-            separators = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 0)
-            text = np.searchsorted(separators, starts)  # separators before a token: its text
-            lengths[start:start + len(chunk)] = np.bincount(text, minlength=len(chunk))
-            parts.append(hashes)
-        return lengths, np.concatenate(parts)
-
-    def fill(self, out: np.ndarray, lengths: np.ndarray, hashes: np.ndarray) -> None:
-        """Write the embeddings of texts given by :meth:`tokens` into ``out`` (``dims × texts``:
-        one text a column, possibly a strided view of a larger matrix).
-
-        Rows are counted with ``np.bincount``: the sums are of 1.0s and 0.5s, exact in any order,
-        and so is each squared norm, so the result is bit for bit that of :meth:`embed`'s rules
-        whatever the order of work. Each step is computed in a small block and copied into
-        ``out`` once.
-        """
-        dims = self.dims
-        step = max(1, _STEP_CELLS // dims)
-        ends = np.cumsum(lengths)
-        for row in range(0, len(lengths), step):
-            count = min(step, len(lengths) - row)
-            first_token = int(ends[row - 1]) if row else 0
-            h = hashes[first_token:int(ends[row + count - 1])].astype(np.intp)
-            owner = np.repeat(np.arange(count, dtype=np.intp), lengths[row:row + count])
-            block = np.bincount((h >> 8) % dims * count + owner, minlength=dims * count) * 0.5
-            block += np.bincount(h % dims * count + owner, minlength=dims * count)
-            block = block.reshape(dims, count)
-            norms = np.sqrt(np.einsum("ij,ij->j", block, block))
-            np.divide(block, norms, out=block, where=norms > 0)
-            out[:, row:row + count] = block
-
-    def embed_many(self, texts: Sequence[str]) -> np.ndarray:
-        """One row per text, column-major (ranking reads a query's columns)."""
-        columns = np.empty((self.dims, len(texts)), dtype=np.float64)
-        self.fill(columns, *self.tokens(texts))
-        return columns.T
 
 
 def _days(moment: datetime | None) -> float:
@@ -498,153 +342,3 @@ class ReferenceMemory:
         found = self._mentioned(query.text, [r for r in candidates if r.id not in already])
         ranked = sorted(found.items(), key=lambda item: (-item[1], item[0]))
         return [ident for ident, _ in ranked[:query.k]]
-
-
-# -- the write path: rules, no model ------------------------------------------------------------
-
-_ABBREVIATIONS = ("dr.", "mr.", "mrs.", "ms.", "st.", "e.g.", "i.e.", "vs.", "etc.", "approx.")
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
-_HYPOTHETICAL = re.compile(
-    r"^(?:what if|if|suppose|supposing|imagine|assuming|hypothetically|let's say|say we|"
-    r"in theory|in a world where)\b|\b(?:hypothetically|what if|would have|would've)\b"
-)
-_REPORTED = re.compile(
-    r"\b(?:claims?|claimed|according to|heard that|rumou?rs?|supposedly|allegedly|apparently|"
-    r"says that|said that)\b"
-)
-_QUOTES = ('"', "\u201c", "\u201d", "\u2018")
-_RETRACTION = re.compile(
-    r"^(?:scratch that|strike that|ignore that|never ?mind|i take (?:that|it) back|"
-    r"forget what i (?:just )?said|correction|actually,? no|wait,? no|no,? wait)\b[\s,:;.!\u2014-]*"
-)
-_FIRST_PERSON = {"i", "i'm", "i've", "i'd", "i'll", "me", "my", "mine", "myself"}
-_THIRD_PERSON = {"he", "she", "they", "his", "her", "their", "he's", "she's", "they're"}
-_NOT_NAMES = {
-    "i", "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday", "january",
-    "february", "march", "april", "may", "june", "july", "august", "september", "october",
-    "november", "december", "ok", "okay",
-}
-_FUNCTION_WORDS = {
-    "a", "an", "the", "this", "that", "these", "those", "it", "its", "we", "our", "us", "you",
-    "your", "there", "here", "and", "but", "so", "or", "also", "then", "yes", "no", "not", "let's",
-    "lets", "please", "thanks", "sure", "great", "good", "sounds", "just", "everyone", "team",
-    "for", "from", "on", "in", "at", "to", "by", "with", "after", "before", "since", "until",
-    "when", "once", "all", "both", "one", "two", "next", "last", "every", "each", "some", "most",
-    "noted", "agreed", "perfect", "right", "cool", "nice", "yeah", "hey", "hi", "hello", "oh",
-    "strong", "decision", "action", "item", "note", "update", "fyi", "reminder", "root", "cause",
-    "first", "second", "finally", "quick", "honestly", "actually", "apparently", "anyway",
-} | _THIRD_PERSON
-_MIN_TOKENS = 3  # embedder tokens: "Sounds good." and "Thanks!" state nothing
-
-
-def sentences(text: str) -> list[str]:
-    """Split a turn into sentences at ``. ! ?`` and line breaks, not after common abbreviations."""
-    out: list[str] = []
-    for piece in _SENTENCE_END.split(text.strip()):
-        piece = piece.strip()
-        if not piece:
-            continue
-        if out and out[-1].lower().endswith(_ABBREVIATIONS):
-            out[-1] = f"{out[-1]} {piece}"
-        else:
-            out.append(piece)
-    return out
-
-
-def _words(sentence: str) -> list[str]:
-    """Words without surrounding punctuation or a possessive ending ("Jordan's" → "Jordan")."""
-    words = [w.strip(".,;:!?()[]\"\u201c\u201d\u2018\u2019") for w in sentence.split()]
-    return [re.sub(r"['\u2019]s$", "", w) if w[:1].isupper() else w for w in words]
-
-
-def _names(session: Session) -> dict[str, str]:
-    """Known names: every speaker, by full name and by each part of it (lowercase → speaker)."""
-    known: dict[str, str] = {}
-    for turn in session.turns:
-        known.setdefault(turn.speaker.lower(), turn.speaker)
-        for part in turn.speaker.split():
-            if part.lower() not in _NOT_NAMES:
-                known.setdefault(part.lower(), turn.speaker)
-    return known
-
-
-def _entity(sentence: str, speaker: str, known: dict[str, str], previous: str | None) -> str:
-    """Who a sentence is about: the first, in word order, of a first-person word (the speaker), a
-    known name, a leading he/she/they (the person talked about just before) or a capitalised word
-    that is not a function word (a project, a place, someone not in the conversation); else the
-    speaker."""
-    for position, word in enumerate(_words(sentence)):
-        lower = word.lower().replace("\u2019", "'")
-        if lower in _FIRST_PERSON:
-            return speaker
-        if lower in known:
-            return known[lower]
-        if position == 0 and lower in _THIRD_PERSON and previous:
-            return previous
-        if word[:1].isupper() and word.isalpha() and lower not in _NOT_NAMES \
-                and lower not in _FUNCTION_WORDS:
-            return word
-    return speaker
-
-
-def _states_nothing(sentence: str) -> bool:
-    """Questions, hypotheticals, quoted or hearsay claims, and chit-chat are not facts."""
-    lower = sentence.lower().replace("\u2019", "'")
-    return (sentence.endswith("?") or len(tokenize(sentence)) < _MIN_TOKENS
-            or bool(_HYPOTHETICAL.search(lower)) or bool(_REPORTED.search(lower))
-            or any(q in sentence for q in _QUOTES))
-
-
-def _retract(kept: list[Record], speaker: str, correction: str) -> None:
-    """Delete what a retraction takes back: among the speaker's memories from their latest turn
-    that left any, the one sharing most words with the correction (the latest one on a tie)."""
-    mine = [i for i, r in enumerate(kept) if r.meta["speaker"] == speaker]
-    if not mine:
-        return
-    last_turn = kept[mine[-1]].meta["provenance"]["turn"]
-    candidates = [i for i in mine if kept[i].meta["provenance"]["turn"] == last_turn]
-    words = set(tokenize(correction))
-    target = max(reversed(candidates), key=lambda i: len(words & set(tokenize(kept[i].text))))
-    del kept[target]
-
-
-def extract(session: Session) -> list[Record]:
-    """The reference write path: a conversation → the records it should leave behind.
-
-    Rules, applied per sentence in order (no model, same input → same records):
-
-    1. segment each turn into sentences (:func:`sentences`);
-    2. a sentence opening with a retraction ("scratch that", "actually, no", "I take that back",
-       "correction", …) deletes what it takes back (:func:`_retract`); what follows the cue is
-       read as a sentence of its own;
-    3. questions, hypotheticals ("if", "what if", "suppose", "imagine", "hypothetically", …),
-       sentences with quotation marks or hearsay ("claims", "according to", "apparently", …) and
-       sentences of fewer than three words of three letters are skipped;
-    4. the rest is kept verbatim, attributed to an entity (:func:`_entity`) and stamped with the
-       provenance ``{source, session, turn}``.
-    """
-    known = _names(session)
-    kept: list[Record] = []
-    previous: str | None = None
-    for turn in session.turns:
-        for number, sentence in enumerate(sentences(turn.text), 1):
-            retracts = False
-            while cue := _RETRACTION.match(sentence.lower().replace("\u2019", "'")):
-                retracts = True
-                sentence = sentence[cue.end():].strip()
-            if retracts:
-                _retract(kept, turn.speaker, sentence)
-                sentence = sentence[:1].upper() + sentence[1:]
-            if not sentence or _states_nothing(sentence):
-                continue
-            entity = _entity(sentence, turn.speaker, known, previous)
-            if entity != turn.speaker:
-                previous = entity
-            kept.append(Record(
-                id=f"{session.id}/{turn.id}/{number}", text=sentence, source=session.source,
-                entity=entity, meta={
-                    "speaker": turn.speaker,
-                    "provenance": {"source": session.source, "session": session.id,
-                                   "turn": turn.id},
-                }))
-    return kept
