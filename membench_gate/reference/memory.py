@@ -3,16 +3,17 @@
 It is the embedded default adapter and the system this repository gates on its own pull requests.
 Nothing here is special-cased by the suites: it is just another adapter.
 
-- Hash embedder (:mod:`membench_gate.reference.embed`): lowercase, non-alphanumerics to spaces, tokens longer than 2 characters; each token
-  hashed with 32-bit FNV-1a; +1.0 in bucket ``h % dims`` and +0.5 in bucket ``(h >> 8) % dims``;
-  L2-normalised, so cosine is a dot product.
+- Hash embedder (:mod:`membench_gate.reference.embed`): lowercase, non-alphanumerics to spaces,
+  tokens longer than 2 characters; each token hashed with 32-bit FNV-1a; +1.0 in bucket
+  ``h % dims`` and +0.5 in bucket ``(h >> 8) % dims``; L2-normalised, so cosine is a dot product.
 - Composite score (VetoBench's published 5-signal formula):
   ``0.32·cosine + 0.27·file_overlap + 0.18·recency + 0.13·relevance + 0.10·approval``.
 - Abstains when the cosine of the best hit is below ``tau`` (``tau = 0`` turns the floor off).
-- Write (:mod:`membench_gate.reference.write`): ``write(session)`` keeps the sentences of a conversation that state something, attributed
-  to an entity and stamped with ``{source, session, turn}`` (rules in :func:`extract`);
-  each is stored like a record whose embedded text is prefixed with its entity, so a later question
-  naming the person finds it. Hits carry ``text``, ``entity`` and ``provenance``.
+- Write (:mod:`membench_gate.reference.write`): ``write(session)`` keeps the sentences of a
+  conversation that state something, attributed to an entity and stamped with
+  ``{source, session, turn}`` (rules in :func:`extract`); each is stored like a record whose
+  embedded text is prefixed with its entity, so a later question naming the person finds it.
+  Hits carry ``text``, ``entity`` and ``provenance``.
 - Lifecycle (``Record.meta`` ``status`` / ``superseded_by``), as RoBrain documents it: a superseded
   decision is demoted below every active one (still searchable: history stays queryable), and the
   vetoes it recorded that still stand are carried forward by its replacement — indexed with the
