@@ -220,8 +220,8 @@ class ReferenceMemory:
         """Rank the records of the query's source by the composite score, best first.
 
         Every step that decides a score is the same arithmetic, on the same numbers, as scoring
-        every record in full (``tests/test_reference.py`` holds that straightforward version and
-        compares scores bit for bit): the cosines are one matrix–vector product over the
+        every record in full (``tests/unit/reference/test_memory.py`` holds that straightforward
+        version and compares scores bit for bit): the cosines are one matrix–vector product over the
         query's columns; the composite, ``0.32·cosine + static − demotion + 0.27·overlap +
         0.18·recency``, is summed in that order; scores are rounded to 9 decimals to rank, ties
         kept in insertion order, and each hit reports its rounded score. What is saved is work

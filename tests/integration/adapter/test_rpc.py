@@ -1,0 +1,652 @@
+"""The adapter boundary: a child process speaking JSON-RPC 2.0 over stdio (docs/adapters.md).
+
+Every way an adapter can misbehave — crash, hang, half a line, non-JSON, a wrong id, an error
+response, an answer that breaks the contract, a missing or non-executable command — is exit 4
+with one line naming the call and the item, the adapter's last stderr lines under it, and no
+results or verdict file left from an earlier run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from membench_gate import Query, Record
+from membench_gate.adapter.rpc import adapter_environment
+from membench_gate.adapter.types import query_to_wire
+from membench_gate.errors import GateError
+from tests.support.cli import assert_error_verdict, run_cli, without_progress
+from tests.support.paths import REPO
+
+# A tiny memory speaking the protocol by hand, like a third-party adapter would. argv[1] names a
+# misbehaviour, triggered by the first call of argv[2] (default: search).
+SCRIPTED = r'''
+import json, math, os, sys, time
+
+mode = sys.argv[1]
+trigger = sys.argv[2] if len(sys.argv) > 2 else "search"
+ids = []
+with open("starts.log", "a") as log:
+    log.write(f"{os.getpid()}\n")
+if mode == "exit-at-start":
+    print("cannot open the vector index", file=sys.stderr)
+    sys.exit(1)
+
+def send(obj):
+    sys.stdout.write(json.dumps(obj) + "\n")
+    sys.stdout.flush()
+
+for line in sys.stdin:
+    req = json.loads(line)
+    method, rid = req["method"], req["id"]
+    result = None
+    if method == "initialize":
+        result = {"protocol": 1, "name": "scripted", "capabilities": {"push": True, "write": False}}
+    elif method == "reset":
+        ids = []
+    elif method == "ingest":
+        ids += [r["id"] for r in req["params"]["records"]]
+    elif method in ("search", "push"):
+        k = req["params"]["query"]["k"]
+        top = sorted(ids)[:k]
+        result = ({"hits": [{"id": i, "score": 1.0 / (n + 1)} for n, i in enumerate(top)],
+                   "abstain": False} if method == "search" else {"ids": top[:1]})
+    if method == trigger:
+        print(f"scripted adapter: misbehaving on purpose ({mode})", file=sys.stderr)
+        if mode == "crash":
+            sys.exit(3)
+        if mode == "hang":
+            time.sleep(120)
+        if mode == "half-line":
+            sys.stdout.write('{"jsonrpc": "2.0", "id": ')
+            sys.stdout.flush()
+            sys.exit(0)
+        if mode == "not-json":
+            send_text = "loading model weights... done"
+            sys.stdout.write(send_text + "\n")
+            sys.stdout.flush()
+            continue
+        if mode == "wrong-id":
+            rid += 1
+        if mode == "notification":
+            send({"jsonrpc": "2.0", "method": "log", "params": {"text": "warming up"}})
+            continue
+        if mode == "latin-1":
+            sys.stdout.buffer.write(b'{"note": "caf\xe9"}\n')
+            sys.stdout.flush()
+            continue
+        if mode == "long-stderr":
+            print("x" * 100_000, file=sys.stderr)
+            sys.exit(3)
+        if mode == "error":
+            send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32000,
+                                                         "message": "index shard 3 is corrupt"}})
+            continue
+        if mode == "too-many":
+            result["hits"] = [{"id": i, "score": 1.0} for i in ids[:k + 1]]
+        if mode == "duplicate":
+            result["hits"] = [{"id": ids[0], "score": 1.0}, {"id": ids[0], "score": 0.5}]
+        if mode == "unknown-id":
+            result["hits"] = [{"id": "never-ingested", "score": 1.0}]
+        if mode == "increasing":
+            result["hits"] = [{"id": ids[0], "score": 0.1}, {"id": ids[1], "score": 0.9}]
+        if mode == "nan":
+            sys.stdout.write('{"jsonrpc": "2.0", "id": %d, "result": {"hits": [{"id": "%s", '
+                             '"score": NaN}], "abstain": false}}\n' % (rid, ids[0]))
+            sys.stdout.flush()
+            continue
+        if mode == "abstain-string":
+            result["abstain"] = "no"
+        if mode == "push-unknown":
+            result = {"ids": ["somebody-else"]}
+        if mode == "push-over-budget":
+            result = {"ids": sorted(ids)[:k + 1]}
+        if mode == "wrong-protocol":
+            result["protocol"] = 2
+    send({"jsonrpc": "2.0", "id": rid, "result": result})
+    if method == "shutdown":
+        break
+if mode == "linger":  # outlives the end of its input: only a kill stops it
+    time.sleep(60)
+'''
+
+ABSTENTION = '[suites.abstention]\nfixtures = ["builtin"]\n'
+PUSH = '[suites.push]\nfixtures = ["builtin"]\n'
+
+
+def scripted(tmp_path: Path, mode: str, trigger: str = "search", suites: str = ABSTENTION,
+             timeout: int = 20) -> Path:
+    (tmp_path / "scripted.py").write_text(SCRIPTED)
+    command = json.dumps([sys.executable, "scripted.py", mode, trigger])
+    (tmp_path / "membench.toml").write_text(
+        f"[adapter]\ncommand = {command}\ntimeout = {timeout}\n{suites}")
+    return tmp_path
+
+
+def assert_error(done: subprocess.CompletedProcess[str], *needles: str) -> str:
+    assert done.returncode == 4, (done.returncode, done.stdout, done.stderr)
+    assert "Traceback" not in done.stderr
+    first = without_progress(done.stderr)[0]
+    assert first.startswith("membench-gate: error: "), done.stderr
+    for needle in needles:
+        assert needle in first, (needle, first)
+    return first
+
+
+@pytest.mark.slow
+def test_a_well_behaved_scripted_adapter_runs(tmp_path: Path) -> None:
+    # The control for every misbehaviour below: the same script, behaving.
+    done = run_cli("run", "--out", "r.json", cwd=scripted(tmp_path, "none"))
+    assert done.returncode == 0, done.stderr
+    results = json.loads((tmp_path / "r.json").read_text())
+    assert results["receipt"]["adapter"] == "scripted"
+    assert results["config"]["adapter"]["command"][1:] == ["scripted.py", "none", "search"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("mode", "why"), [
+    ("crash", "ended without answering (exit code 3)"),
+    ("half-line", "an incomplete line on stdout"),
+    ("not-json", "not JSON: 'loading model weights... done'"),
+    ("wrong-id", "a response to id"),
+    ("notification", "a message without an id (a notification?), expected the response to id"),
+    ("latin-1", "a line on stdout that is not UTF-8 (invalid continuation byte at byte 13)"),
+    ("long-stderr", "ended without answering (exit code 3)"),
+    ("error", "index shard 3 is corrupt"),
+    ("too-many", "6 hits for k=5"),
+    ("duplicate", "returned twice"),
+    ("unknown-id", "'never-ingested' was never ingested since the last reset"),
+    ("increasing", "not best first"),
+    ("nan", "NaN is not JSON in a response (JSON has no NaN or Infinity"),
+    ("abstain-string", "abstain must be a boolean"),
+])
+def test_a_misbehaving_search_is_an_error_naming_call_and_item(tmp_path: Path, mode: str,
+                                                               why: str) -> None:
+    out = tmp_path / "r.json"
+    out.write_text("stale results of an earlier run")
+    done = run_cli("run", "--out", str(out), cwd=scripted(tmp_path, mode))
+    first = assert_error(done, "adapter search() failed in suite abstention, item probe-", why)
+    assert re.search(r"item probe-\d+ in abstention/default: ", first), first  # and its cell
+    assert len(first) < 400
+    assert_error_verdict(out)
+    if mode in ("crash", "half-line", "error"):
+        # The adapter's stderr, under the line, prefixed (never a workflow command).
+        assert f"  | scripted adapter: misbehaving on purpose ({mode})" in done.stderr
+    if mode == "long-stderr":  # a line of megabytes is cut, with its length
+        assert f"  | {'x' * 2000} … (100000 characters)" in done.stderr.splitlines()
+
+
+@pytest.mark.slow
+def test_a_hanging_adapter_is_killed_after_the_timeout(tmp_path: Path) -> None:
+    done = run_cli("run", cwd=scripted(tmp_path, "hang", timeout=1))
+    assert_error(done, "adapter search() failed in suite abstention, item probe-",
+                 "no answer within 1s")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("mode", "why"), [
+    ("push-unknown", "'somebody-else' was never ingested"),
+    ("push-over-budget", "4 ids for k=3"),
+])
+def test_push_answers_are_checked(tmp_path: Path, mode: str, why: str) -> None:
+    done = run_cli("run", cwd=scripted(tmp_path, mode, "push", PUSH))
+    assert_error(done, "adapter push() failed in suite push, item conv-", why)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("mode", "trigger", "why"), [
+    ("exit-at-start", "initialize", "adapter initialize() failed: the adapter process ended"),
+    ("wrong-protocol", "initialize", "speaks protocol 2"),
+    ("crash", "ingest", "adapter ingest() failed in suite abstention"),
+    ("crash", "reset", "adapter reset() failed in suite abstention"),
+])
+def test_failures_outside_search(tmp_path: Path, mode: str, trigger: str, why: str) -> None:
+    done = run_cli("run", cwd=scripted(tmp_path, mode, trigger))
+    assert_error(done, why)
+    if mode == "exit-at-start":
+        assert "  | cannot open the vector index" in done.stderr
+
+
+def test_a_missing_executable_is_named(tmp_path: Path) -> None:
+    (tmp_path / "membench.toml").write_text(
+        '[adapter]\ncommand = ["no-such-memory-binary", "--serve"]\n' + ABSTENTION)
+    assert_error(run_cli("run", cwd=tmp_path), "cannot start 'no-such-memory-binary'",
+                 "no such executable")
+
+
+@pytest.mark.slow
+def test_a_command_that_is_not_executable_is_named(tmp_path: Path) -> None:
+    (tmp_path / "adapter.sh").write_text("#!/bin/sh\nexit 0\n")
+    (tmp_path / "membench.toml").write_text('[adapter]\ncommand = ["./adapter.sh"]\n' + ABSTENTION)
+    assert_error(run_cli("run", cwd=tmp_path), "cannot start './adapter.sh'", "permission denied")
+
+
+@pytest.mark.slow
+def test_check_replaces_its_outputs_with_the_error_verdict(tmp_path: Path) -> None:
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    scripted(tmp_path, "crash")
+    (tmp_path / "verdict.json").write_text('{"verdict": "pass"}')
+    (tmp_path / "report.md").write_text("PASS (stale)")
+    done = run_cli("check", "--json", "verdict.json", "--report", "report.md", cwd=tmp_path)
+    assert_error(done, "adapter search() failed")
+    verdict = json.loads((tmp_path / "verdict.json").read_text())
+    assert (verdict["verdict"], verdict["exit_code"]) == ("error", 4)
+    assert "PASS (stale)" not in (tmp_path / "report.md").read_text()
+
+
+# --- Python adapters through the host: their code cannot touch the gate's process ---
+
+ESCAPING = '''
+import argparse, os, sys
+from membench_gate.reference import ReferenceMemory
+
+
+class Exits(ReferenceMemory):
+    def search(self, query):
+        sys.exit(0)
+
+
+class ParsesArgs(ReferenceMemory):
+    def __init__(self, **options):
+        super().__init__(**options)
+        argparse.ArgumentParser().parse_args(["--no-such-flag"])  # exits 2
+
+
+class Raises(ReferenceMemory):
+    def search(self, query):
+        class Doom(BaseException):
+            pass
+        raise Doom("the end")
+
+
+class Wanders(ReferenceMemory):
+    def ingest(self, records):
+        os.chdir("/")
+        print("::set-output name=verdict::pass")
+        super().ingest(records)
+
+
+class Prints(ReferenceMemory):
+    def search(self, query):
+        print("debug: searching", query.text)
+        return super().search(query)
+'''
+
+
+def python_adapter(tmp_path: Path, attr: str) -> Path:
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    (tmp_path / "escaping.py").write_text(ESCAPING)
+    (tmp_path / "membench.toml").write_text(
+        f'[adapter]\npython = "escaping:{attr}"\ntimeout = 30\n' + ABSTENTION)
+    return tmp_path
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("attr", "why"), [
+    ("Exits", "adapter search() failed in suite abstention, item probe-"),
+    ("ParsesArgs", "adapter initialize() failed"),
+    ("Raises", "Doom: the end"),
+])
+def test_adapter_code_cannot_choose_the_exit_code(tmp_path: Path, attr: str, why: str) -> None:
+    repo = python_adapter(tmp_path, attr)
+    (repo / "verdict.json").write_text('{"verdict": "pass"}')
+    done = run_cli("check", "--json", "verdict.json", cwd=repo)
+    assert_error(done, why)
+    assert json.loads((repo / "verdict.json").read_text())["verdict"] == "error"
+
+
+@pytest.mark.slow
+def test_chdir_and_prints_in_the_adapter_change_nothing(tmp_path: Path) -> None:
+    repo = python_adapter(tmp_path, "Wanders")
+    done = run_cli("run", "--out", "r.json", cwd=repo)
+    assert done.returncode == 0, done.stderr
+    assert (repo / "r.json").exists()  # written where the gate was asked to, not under /
+    assert "::set-output" not in done.stdout + done.stderr
+    printing = python_adapter(tmp_path / "printing", "Prints")
+    done = run_cli("run", "--out", "r.json", cwd=printing)
+    assert done.returncode == 0, done.stderr
+    assert "debug: searching" not in done.stdout  # stdout is the protocol; prints go to stderr
+
+
+@pytest.mark.slow
+def test_the_same_results_in_and_out_of_a_subfolder(tmp_path: Path) -> None:
+    # The host serves the same object as before; results are byte-identical across two runs.
+    first = run_cli("run", "--out", str(tmp_path / "a.json"), cwd=REPO)
+    second = run_cli("run", "--out", str(tmp_path / "b.json"), cwd=REPO)
+    assert first.returncode == second.returncode == 0
+    strip = [json.loads(p.read_text()) for p in (tmp_path / "a.json", tmp_path / "b.json")]
+    for data in strip:
+        data.pop("receipt")
+    assert strip[0] == strip[1]
+
+
+@pytest.mark.slow
+def test_a_mistyped_adapter_class_gets_a_suggestion(tmp_path: Path) -> None:
+    (tmp_path / "membench.toml").write_text(
+        '[adapter]\npython = "membench_gate.reference:ReferenceMemroy"\n' + ABSTENTION)
+    assert_error(run_cli("run", cwd=tmp_path), "has no attribute 'ReferenceMemroy'",
+                 "did you mean 'ReferenceMemory'?")
+
+
+def test_the_adapter_environment_withholds_credentials_and_file_commands() -> None:
+    env = {"PATH": "/bin", "GITHUB_TOKEN": "t", "GH_TOKEN": "t", "ACTIONS_RUNTIME_TOKEN": "t",
+           "ACTIONS_ID_TOKEN_REQUEST_URL": "u", "ACTIONS_ID_TOKEN_REQUEST_TOKEN": "t",
+           "GITHUB_OUTPUT": "/o", "GITHUB_ENV": "/e", "GITHUB_PATH": "/p", "GITHUB_STATE": "/s",
+           "GITHUB_STEP_SUMMARY": "/m", "GITHUB_SHA": "abc", "ACTIONS_CACHE_URL": "c"}
+    assert adapter_environment(env) == {"PATH": "/bin", "GITHUB_SHA": "abc",
+                                        "ACTIONS_CACHE_URL": "c"}
+
+
+@pytest.mark.slow
+def test_the_adapter_process_really_gets_that_environment(tmp_path: Path) -> None:
+    (tmp_path / "envdump.py").write_text(
+        "import json, os\nfrom membench_gate.reference import ReferenceMemory\n"
+        "class Dump(ReferenceMemory):\n"
+        "    def __init__(self, **o):\n"
+        "        super().__init__(**o)\n"
+        "        open('env.json', 'w').write(json.dumps(dict(os.environ)))\n")
+    (tmp_path / "membench.toml").write_text('[adapter]\npython = "envdump:Dump"\n' + ABSTENTION)
+    env = {**os.environ, "GITHUB_TOKEN": "ghs_secret", "GITHUB_OUTPUT": str(tmp_path / "out")}
+    env.pop("CI", None)
+    env.pop("GITHUB_ACTIONS", None)
+    done = subprocess.run([sys.executable, "-m", "membench_gate", "run"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    seen = json.loads((tmp_path / "env.json").read_text())
+    assert "GITHUB_TOKEN" not in seen and "GITHUB_OUTPUT" not in seen
+    assert seen["PATH"] == env["PATH"]
+
+
+@pytest.mark.slow
+def test_a_foreign_runners_results_are_checked_against_the_shipped_schema(tmp_path: Path) -> None:
+    """A runner in another language hands over a results file: valid per the shipped JSON
+    Schema, it is gated like a run of ours; broken, it is an ERROR naming the field."""
+    import jsonschema
+
+    from membench_gate.model.schemas import SCHEMA_DIR
+
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    (tmp_path / "membench.toml").write_text(ABSTENTION)
+    assert run_cli("bless", cwd=tmp_path).returncode == 0
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-qm",
+                    "gate", "--allow-empty"], cwd=tmp_path, check=True)
+    subprocess.run(["git", "add", "-A"], cwd=tmp_path, check=True)
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-qm",
+                    "baseline"], cwd=tmp_path, check=True)
+    assert run_cli("run", "--out", "foreign.json", cwd=tmp_path).returncode == 0
+    results = json.loads((tmp_path / "foreign.json").read_text())
+    schema = json.loads((SCHEMA_DIR / "results.schema.json").read_text())
+    jsonschema.validate(results, schema)
+    results["receipt"]["adapter"] = "my-go-memory 1.4.0"  # the runner names itself
+    (tmp_path / "foreign.json").write_text(json.dumps(results))
+    done = run_cli("check", "--results", "foreign.json", "--base-ref", "HEAD", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+    del results["cells"]["abstention/default"]["gold_total"]
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(results, schema)
+    (tmp_path / "foreign.json").write_text(json.dumps(results))
+    done = run_cli("check", "--results", "foreign.json", "--json", "v.json", cwd=tmp_path)
+    assert_error(done, "foreign.json", "gold_total")
+    assert json.loads((tmp_path / "v.json").read_text())["verdict"] == "error"
+
+
+
+BATCH_RECORDER = """
+from membench_gate import Answer, Hit
+
+
+class Recorder:
+    \"\"\"Remembers the size of every ingest call; search returns them, then the ids in order.\"\"\"
+
+    def __init__(self, fail_on_batch=0):
+        self.fail_on_batch, self.batches, self.ids = fail_on_batch, [], []
+
+    def reset(self):
+        self.batches, self.ids = [], []
+
+    def ingest(self, records):
+        self.batches.append(len(records))
+        if len(self.batches) == self.fail_on_batch:
+            raise RuntimeError(f"batch {self.fail_on_batch} refused")
+        self.ids += [r.id for r in records]
+
+    def search(self, query):
+        sizes = [Hit(f"batch:{n}:{i}", 1.0) for i, n in enumerate(self.batches)]
+        return Answer(sizes + [Hit(i, 0.5) for i in self.ids], abstain=False)
+"""
+
+
+def _recorder(tmp_path: Path, options: dict) -> Any:
+    from membench_gate.adapter import rpc
+
+    (tmp_path / "batchrec.py").write_text(BATCH_RECORDER)
+    return rpc.start(rpc.adapter_argv(None, "batchrec:Recorder"), tmp_path, options, 30.0)
+
+
+def test_ingest_is_sent_in_ordered_batches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from membench_gate.adapter import rpc
+
+    monkeypatch.setattr(rpc, "INGEST_BATCH", 3)
+    with _recorder(tmp_path, {}) as client:
+        client.session("veto").ingest([Record(id=f"r{n}", text=f"note {n}") for n in range(10)])
+        answer = client.process.call("search", {"query": query_to_wire(Query("x", k=20))})
+        assert len(client.latencies["ingest"]) == 4
+    # 10 records in calls of 3, 3, 3 and 1, in their order.
+    assert [h["id"] for h in answer["hits"]] == [
+        "batch:3:0", "batch:3:1", "batch:3:2", "batch:1:3", *(f"r{n}" for n in range(10))]
+
+
+def test_a_failing_batch_stops_the_ingest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from membench_gate.adapter import rpc
+
+    monkeypatch.setattr(rpc, "INGEST_BATCH", 3)
+    with pytest.raises(GateError) as failed, _recorder(tmp_path, {"fail_on_batch": 2}) as client:
+        client.session("veto").ingest([Record(id=f"r{n}", text="t") for n in range(10)], "item-7")
+    message = str(failed.value)
+    assert "ingest" in message and "item-7" in message and "batch 2 refused" in message
+
+
+# --- the adapter starts only once every input is read and the config is valid ---
+
+
+def _running(folder: Path) -> list[int]:
+    """Other processes (zombies aside) whose working directory is ``folder``: an adapter's."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and int(proc.name) != os.getpid() \
+                    and os.readlink(proc / "cwd") == str(folder) \
+                    and (proc / "stat").read_text().split(") ")[-1][:1] != "Z":
+                found.append(int(proc.name))
+        except OSError:
+            continue
+    return found
+
+
+def _gone(folder: Path, within: float = 10.0) -> bool:
+    import time
+
+    deadline = time.monotonic() + within
+    while _running(folder):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("argv", [("run",), ("check",)])
+def test_the_adapter_is_started_once(tmp_path: Path, argv: tuple[str]) -> None:
+    folder = scripted(tmp_path, "none")
+    subprocess.run(["git", "init", "-q"], cwd=folder, check=True)
+    done = run_cli(*argv, cwd=folder)
+    assert "abstention: 470/470 adapter calls done" in done.stderr, done.stderr
+    assert len((folder / "starts.log").read_text().split()) == 1
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("argv", "suites", "why"), [
+    (("run",), '[suites.abstention]\nfixtures = ["builtin"]\nk = 0\n', "suites.abstention.k"),
+    (("run", "--suite", "veto"), ABSTENTION, "--suite veto"),
+    (("check",), '[suites.abstention]\nfixtures = ["builtin"]\nkk = 5\n', "did you mean 'k'"),
+    (("check",), '[suites.abstention]\nfixtures = ["nowhere"]\n', "folder 'nowhere' not found"),
+])
+def test_an_invalid_config_or_missing_input_never_starts_the_adapter(
+        tmp_path: Path, argv: tuple[str], suites: str, why: str) -> None:
+    folder = scripted(tmp_path, "linger", suites=suites)
+    subprocess.run(["git", "init", "-q"], cwd=folder, check=True)
+    done = run_cli(*argv, cwd=folder)
+    assert_error(done, why)
+    assert not (folder / "starts.log").exists(), "the adapter ran before its inputs were read"
+
+
+@pytest.mark.slow
+def test_check_outside_a_repository_fails_before_the_adapter_starts(tmp_path: Path) -> None:
+    """The base commit is resolved before any code of the memory runs: with no repository there
+    is no base, and the memory never started (the control above shows a start is logged)."""
+    folder = scripted(tmp_path, "none")
+    done = run_cli("check", "--base-ref", "main", cwd=folder)
+    assert done.returncode == 4
+    assert not (folder / "starts.log").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="reads /proc")
+@pytest.mark.parametrize(("option", "why"), [
+    ("d = 1979-05-27", "adapter.options.'d'"),        # JSON has no dates: initialize can't carry it
+    ("x = nan", "adapter.options.x: cannot write a non-finite number"),
+])
+def test_options_initialize_cannot_carry_stop_the_adapter(tmp_path: Path, option: str,
+                                                          why: str) -> None:
+    folder = scripted(tmp_path, "linger")
+    config = folder / "membench.toml"
+    config.write_text(config.read_text().replace("timeout = 20\n",
+                                                 f"timeout = 20\n[adapter.options]\n{option}\n"))
+    assert_error(run_cli("run", cwd=folder), why)
+    assert _gone(folder), "an adapter that never got initialize still runs"
+
+
+@pytest.mark.slow
+def test_a_config_read_from_a_pipe_is_read_once(tmp_path: Path) -> None:
+    # A config that can be read only once is read once.
+    done = subprocess.run([sys.executable, "-m", "membench_gate", "run", "--config", "/dev/stdin"],
+                          input='[suites.veto]\nfixtures = ["builtin"]\n', capture_output=True,
+                          text=True, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(REPO)},
+                          timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "veto/files_known:" in done.stdout
+
+
+# --- the host's reading of its input ---
+
+
+@pytest.mark.parametrize("poll_s", [0.0, 300e-6])
+def test_the_host_reads_request_lines_however_they_arrive(poll_s: float) -> None:
+    import threading
+    import time
+
+    from membench_gate.adapter.host import requests_of
+    from membench_gate.adapter.polling import Poller
+
+    big = b'{"records": "' + b"x" * (3 << 20) + b'"}\n'
+    pieces = [b'{"a": 1}\n{"b"', b": 2}\n", big[:100], big[100:], b'{"c": 3}\n{"d": 4}\n{"tail"']
+    read, write = os.pipe()
+
+    def writer() -> None:
+        for piece in pieces:
+            os.write(write, piece)
+            time.sleep(0.01)
+        os.close(write)
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    try:
+        lines = list(requests_of(read, Poller(read, poll_s)))
+    finally:
+        thread.join()
+        os.close(read)
+    assert lines == [b'{"a": 1}\n', b'{"b": 2}\n', big, b'{"c": 3}\n', b'{"d": 4}\n', b'{"tail"']
+
+
+# --- polling before a wait (membench_gate.adapter.polling) ---
+
+
+def _poller_reading(tmp_path: Path, loadavg: str, budget_s: float = 300e-6) -> Any:
+    """A poller of a fresh pipe whose view of the machine is ``loadavg`` (a real file)."""
+    from membench_gate.adapter.polling import Poller
+
+    read, write = os.pipe()
+    poller = Poller(read, budget_s)
+    if poller._loadavg is None:
+        pytest.skip("polling needs /proc/loadavg and two CPUs")
+    (tmp_path / "loadavg").write_text(loadavg)
+    os.close(poller._loadavg)
+    poller._loadavg = os.open(tmp_path / "loadavg", os.O_RDONLY)
+    return poller, read, write
+
+
+def test_a_poll_catches_an_answer_that_is_already_there(tmp_path: Path) -> None:
+    poller, read, write = _poller_reading(tmp_path, "0.50 0.40 0.30 2/100 4242\n")
+    try:
+        assert poller.cpu_free()
+        assert not poller.poll()  # nothing arrived within the budget: block now
+        os.write(write, b"{}\n")
+        assert poller.poll()
+    finally:
+        poller.close()
+        os.close(read), os.close(write)
+
+
+def test_no_poll_while_more_tasks_are_runnable_than_cpus(tmp_path: Path) -> None:
+    # The other end is ready, but the machine is busy: the poller does not even look.
+    poller, read, write = _poller_reading(tmp_path, f"3.10 2.00 1.00 {os.cpu_count() + 1}/100 1\n")
+    try:
+        os.write(write, b"{}\n")
+        assert not poller.cpu_free() and not poller.poll()
+    finally:
+        poller.close()
+        os.close(read), os.close(write)
+
+
+def test_no_poll_with_a_single_cpu() -> None:
+    if not hasattr(os, "sched_setaffinity"):
+        pytest.skip("needs sched_setaffinity")
+    code = ("import os; os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]}); "
+            "from membench_gate.adapter.polling import Poller; r, w = os.pipe(); os.write(w, b'x'); "
+            "p = Poller(r); print(p.budget_s, p.poll())")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO,
+                          check=True)
+    assert done.stdout.split() == ["0.0", "False"]
+
+
+@pytest.mark.slow
+def test_an_adapter_without_write_is_refused_before_any_suite_runs(tmp_path: Path) -> None:
+    # The writeback suite needs the memory's write path: say so at once, not after the others ran.
+    folder = scripted(tmp_path, "none", suites=ABSTENTION + '[suites.writeback]\nfixtures = ["builtin"]\n')
+    done = run_cli("run", cwd=folder)
+    assert_error(done, "suite writeback: the adapter does not implement write(session)")
+    assert "adapter calls done" not in done.stderr  # no suite ran first
+
+
+def test_an_ended_adapter_is_reaped_only_after_its_process_group_is_stopped(
+        tmp_path: Path) -> None:
+    # Reaping frees the adapter's pid, which is also its process group's id: the group is
+    # signalled first, while the id is still the adapter's (a zombie holds it), then reaped.
+    from membench_gate.adapter.rpc import AdapterProcess
+
+    process = AdapterProcess([sys.executable, "-c", "import sys; sys.exit(7)"], tmp_path, 10)
+    pid = process.proc.pid
+    assert process._ended(10) == 7
+    assert Path(f"/proc/{pid}").exists()  # ended, not reaped
+    assert process._exit_code() == 7
+    process.kill()
+    assert process.proc.returncode == 7 and not Path(f"/proc/{pid}").exists()

@@ -1,0 +1,207 @@
+"""``membench-gate selftest``: every gated and zero-gated metric must be breachable by a mutant,
+judged by the gate's own rules; mutants give valid answers for any adapter."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from membench_gate.adapter.types import Answer, Query, Record, Session
+from membench_gate.config import load_config
+from membench_gate.report.selftest import read_report, sensitivity_markdown
+from membench_gate.run.runner import run
+from membench_gate.selftest.mutants import MUTANTS, Mutant
+from tests.support.cli import run_cli
+from tests.support.configs import write_adapter_config
+
+# selftest runs the suites once per mutant.
+pytestmark = pytest.mark.slow
+
+
+def full_config(folder: Path, target: str = "membench_gate.reference:ReferenceMemory") -> Path:
+    path = write_adapter_config(folder, target, {"tau": 0.35})
+    path.write_text(path.read_text() + '[suites.writeback]\nfixtures = ["builtin"]\n'
+                    '[suites.recall]\nfixtures = ["builtin"]\n')
+    return path
+
+
+@pytest.fixture(scope="module")
+def selftest_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, dict[str, Any]]:
+    folder = tmp_path_factory.mktemp("selftest")
+    proc = run_cli("selftest", "--config", full_config(folder), "--json", folder / "st.json",
+                   cwd=folder)
+    return proc, json.loads((folder / "st.json").read_text(encoding="utf-8"))
+
+
+def test_every_gated_and_zero_metric_of_every_cell_is_breached(selftest_run: Any) -> None:
+    proc, data = selftest_run
+    assert proc.returncode == 0, proc.stderr
+    assert data["blind"] == [] and data["covered"] == data["total"] == len(data["metrics"])
+    # Every gated and zero-gated metric of the five suites, and nothing reported-only.
+    assert "writeback/fidelity:non_fact_leak_rate" in data["metrics"]
+    assert "push/default:source_isolation_violations" in data["metrics"]
+    assert data["kinds"]["abstention/default:controls_passing"] == "zero"
+    assert not any(key.endswith((":mrr", ":coverage", ":avg_injected_tokens"))
+                   for key in data["metrics"])
+    assert all(data["metrics"][key] for key in data["metrics"])
+    assert data["metrics"]["writeback/fidelity:provenance_accuracy"]
+    assert "strip-provenance" in data["metrics"]["writeback/fidelity:provenance_accuracy"]
+    assert data["metrics"]["push/default:source_isolation_violations"] == ["inject-foreign-source"]
+    assert "resurrect-superseded" in data["metrics"]["veto/lifecycle:stale_surfaced"]
+    assert "never-abstain" in data["metrics"]["recall/temporal:false_answer_rate"]
+    assert f"gate sensitivity {data['total']}/{data['total']} metrics" in proc.stdout
+    assert re.search(r"^strip-provenance +writeback/fidelity:provenance_accuracy$", proc.stdout,
+                     re.MULTILINE)
+
+
+def test_the_scoreboard_line_says_n_of_n(selftest_run: Any, tmp_path: Path) -> None:
+    _, data = selftest_run
+    path = tmp_path / "st.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    line = sensitivity_markdown(read_report(path))
+    assert f"**Gate sensitivity {data['total']}/{data['total']}**" in line
+    data["blind"], data["covered"] = ["push/default:push_recall"], data["total"] - 1
+    path.write_text(json.dumps(data), encoding="utf-8")
+    assert "blind to push/default:push\\_recall" in sensitivity_markdown(read_report(path))
+
+
+def test_a_metric_no_chosen_mutant_breaches_is_named_and_exits_1(tmp_path: Path) -> None:
+    proc = run_cli("selftest", "--config", full_config(tmp_path), "--mutant", "strip-provenance",
+                   "--json", tmp_path / "st.json", cwd=tmp_path)
+    assert proc.returncode == 1, proc.stderr
+    data = json.loads((tmp_path / "st.json").read_text(encoding="utf-8"))
+    assert data["metrics"]["writeback/fidelity:provenance_accuracy"] == ["strip-provenance"]
+    assert "writeback/fidelity:write_back_fidelity" in data["blind"]
+    assert "blind metrics: " in proc.stdout and "veto/files_known:veto_recall_at_k" in proc.stdout
+
+
+def test_an_invariant_the_adapter_already_breaks_is_not_credited(tmp_path: Path) -> None:
+    """A push that already leaks across sources: no mutant can prove the invariant works."""
+    path = write_adapter_config(tmp_path, "adapters_for_tests:LeakyPush")
+    proc = run_cli("selftest", "--config", path, "--mutant", "inject-foreign-source",
+                   "--json", tmp_path / "st.json", cwd=tmp_path)
+    assert proc.returncode == 1
+    data = json.loads((tmp_path / "st.json").read_text(encoding="utf-8"))
+    assert data["unmutated_breaches"] == ["push/default:source_isolation_violations"]
+    assert "push/default:source_isolation_violations" in data["blind"]
+
+
+FINDS_NOTHING = """
+from membench_gate import Answer
+
+
+class FindsNothing:
+    def reset(self):
+        pass
+
+    def ingest(self, records):
+        pass
+
+    def search(self, query):
+        return Answer([], True)
+"""
+
+
+def test_a_metric_already_at_its_worst_is_named_as_such(tmp_path: Path) -> None:
+    # Recall 0 in the unmutated run: no mutant can lower it, and the report says why it is blind.
+    (tmp_path / "finds_nothing.py").write_text(FINDS_NOTHING, encoding="utf-8")
+    (tmp_path / "membench.toml").write_text(
+        '[adapter]\npython = "finds_nothing:FindsNothing"\n[suites.veto]\nfixtures = ["builtin"]\n',
+        encoding="utf-8")
+    proc = run_cli("selftest", "--mutant", "reverse-ranking", "--json", tmp_path / "st.json",
+                   cwd=tmp_path)
+    assert proc.returncode == 1, proc.stderr
+    data = json.loads((tmp_path / "st.json").read_text(encoding="utf-8"))
+    worst = {"veto/files_known:veto_recall_at_k", "veto/files_unknown:veto_recall_at_k"}
+    assert worst <= set(data["at_worst"]) <= set(data["blind"])
+    assert "veto/lifecycle:stale_surfaced" not in data["at_worst"]  # 0 is its best, not worst
+    assert "BLIND — already at its worst value" in proc.stdout
+    line = sensitivity_markdown(read_report(tmp_path / "st.json"))
+    assert "Already at their worst value: veto/files\\_known:veto\\_recall\\_at\\_k" in line
+
+
+@pytest.mark.parametrize(("name", "value", "worst"), [
+    ("veto_recall_at_k", 0.0, True), ("veto_recall_at_k", 0.1, False),
+    ("false_fire_rate", 1.0, True), ("false_fire_rate", 0.9, False),
+    ("net_at_5", -5.0, True), ("net_at_5", -4.9, False), ("net_at_1", 0.0, False),
+    ("source_isolation_violations", 0.0, False), ("stale_surfaced", 0.0, False),
+])
+def test_at_worst_knows_each_metrics_direction_and_range(name: str, value: float,
+                                                         worst: bool) -> None:
+    from membench_gate.model.metrics import at_worst
+
+    assert at_worst(name, value) is worst
+
+
+def test_unknown_mutant_is_an_error_and_leaves_no_stale_file(tmp_path: Path) -> None:
+    stale = tmp_path / "st.json"
+    stale.write_text("{}")
+    proc = run_cli("selftest", "--config", full_config(tmp_path), "--mutant", "drop-hits",
+                   "--json", stale, cwd=tmp_path)
+    assert proc.returncode == 4
+    assert "--mutant drop-hits: unknown mutant" in proc.stderr
+    assert not stale.exists()
+
+
+class Checked:
+    """Sits above a mutant and checks that what it returns is a valid answer (docs/adapters.md)."""
+
+    def __init__(self, inner: Mutant) -> None:
+        self.inner = inner
+        self.capabilities = inner.capabilities
+        self.ids: set[str] = set()
+        self.writing = False
+        self.calls = 0
+
+    def reset(self, item: str | None = None) -> None:
+        self.ids, self.writing = set(), False
+        self.inner.reset(item)
+
+    def ingest(self, records: list[Record], item: str | None = None) -> None:
+        self.ids |= {r.id for r in records}
+        self.inner.ingest(records, item)
+
+    def write(self, session: Session, item: str | None = None) -> None:
+        self.writing = True
+        self.inner.write(session, item)
+
+    def search(self, query: Query, item: str) -> Answer:
+        answer = self.inner.search(query, item)
+        ids = [h.id for h in answer.hits]
+        scores = [h.score for h in answer.hits]
+        assert len(ids) <= query.k and len(set(ids)) == len(ids), (self.inner.name, item)
+        assert all(math.isfinite(s) for s in scores)
+        assert scores == sorted(scores, reverse=True), (self.inner.name, item)
+        assert isinstance(answer.abstain, bool)
+        if not self.writing:
+            assert set(ids) <= self.ids, (self.inner.name, item)
+        else:
+            assert all(h.text is not None for h in answer.hits)
+        self.calls += 1
+        return answer
+
+    def push(self, query: Query, item: str) -> list[str]:
+        ids = self.inner.push(query, item)
+        assert len(ids) <= query.k and len(set(ids)) == len(ids) and set(ids) <= self.ids, \
+            (self.inner.name, item)
+        self.calls += 1
+        return ids
+
+
+@pytest.mark.parametrize("mutant", MUTANTS, ids=[m.name for m in MUTANTS])
+def test_mutants_give_valid_answers(mutant: type[Mutant], tmp_path: Path) -> None:
+    config = load_config(full_config(tmp_path))
+    checked: list[Checked] = []
+
+    def wrap(session: Any) -> Checked:
+        checked.append(Checked(mutant(session)))
+        return checked[-1]
+
+    results = run(config, wrap=wrap)
+    assert len(checked) == 5 and all(c.calls for c in checked)
+    assert results.cells

@@ -1,0 +1,122 @@
+"""The gate config: mistakes are one-line errors naming the key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from membench_gate.config import AbstentionOptions, Config, parse_config, parse_floors, parse_suite_options
+from membench_gate.errors import GateError
+
+# -- parsing, in process ---------------------------------------------------------------------------
+
+def parse(text: str) -> Config:
+    return parse_config(text, Path("/repo/membench.toml"), label="membench.toml")
+
+
+def error_of(text: str) -> str:
+    with pytest.raises(GateError) as caught:
+        parse(text)
+    message = str(caught.value)
+    assert message.startswith("membench.toml: ") and "\n" not in message
+    return message
+
+
+def test_defaults_are_recorded_with_every_option() -> None:
+    config = parse("[suites.abstention]\n[suites.push]\n")
+    assert config.record() == {
+        "suites": {
+            "abstention": {"fixtures": ["builtin"], "k": 5, "lambdas": [1, 2, 5, 10],
+                           "shuffle_seed": 7},
+            "push": {"budget": 3, "fixtures": ["builtin"]},
+        },
+        "include_holdout": False,
+        "adapter": {"python": "membench_gate.reference:ReferenceMemory", "options": {}},
+    }
+    assert config.timeout == 60.0 and config.baseline == "baselines/main.json"
+
+
+def test_suites_read_typed_options() -> None:
+    options = parse("[suites.abstention]\nk = 3\nlambdas = [1, 2.5]\n").suites["abstention"]
+    assert isinstance(options, AbstentionOptions)
+    assert options.k == 3 and options.shuffle_seed == 7
+
+
+def test_numbers_are_recorded_as_written() -> None:
+    """Integers stay integers: the options are hashed as written ([1] is not [1.0])."""
+    recorded = parse("[suites.abstention]\nlambdas = [1, 2.5]\n").record()["suites"]["abstention"]
+    assert recorded["lambdas"] == [1, 2.5]
+    assert [type(x) for x in recorded["lambdas"]] == [int, float]
+
+
+@pytest.mark.parametrize(("text", "needle"), [
+    ('[suites.veto]\nk = 5.0\n', "suites.veto.k must be an integer from 1 to 1000, got 5.0"),
+    ('[suites.veto]\nk = "5"\n', "suites.veto.k must be an integer from 1 to 1000, got '5'"),
+    ('[suites.veto]\nk = true\n', "got True"),
+    ('[suites.veto]\n[gate]\ninclude_holdout = "yes"\n', "gate.include_holdout must be true or false"),
+    ('[suites.abstention]\nlambdas = [2, 2.0]\n', "suites.abstention.lambdas: a value is repeated"),
+    ('[suites.abstention]\nlambdas = [1, nan]\n', "suites.abstention.lambdas must be a non-empty list"),
+    ('[adapter]\npython = "a:b"\ncommand = ["x"]\n[suites.veto]\n',
+     "[adapter] takes exactly one of command and python"),
+    ('[adapter]\npython = "nocolon"\n[suites.veto]\n', "adapter.python must be a string 'module:attr'"),
+    ('[adapter]\ncommand = []\n[suites.veto]\n', "adapter.command must be a non-empty list of strings"),
+    ('[adapter]\ncommand = ["./a\\u0000x"]\n[suites.veto]\n',
+     "adapter.command: must not contain a NUL character"),
+    ('[adapter]\npython = "m\\u0000:X"\n[suites.veto]\n', "adapter.python: must not contain a NUL"),
+    ("suites = 3\n", "[suites] must be a table"),
+    ("[suites]\nveto = 3\n", "[suites.veto] must be a table"),
+    ("[gate]\n", "no suite enabled"),
+    ('[suites.veto]\n[floors]\n"veto/files_known" = 0.5\n',
+     "floors.'veto/files_known': key must be 'suite/condition:metric'"),
+    ('[suites.veto]\n[floors]\n"veto/files_known:veto_recal_at_k" = 0.5\n',
+     "unknown metric 'veto_recal_at_k' (did you mean 'veto_recall_at_k'?)"),
+    ('[suites.veto]\n[floors]\n"veto/files_known:veto_recall_at_k" = "0.5"\n',
+     "floors.'veto/files_known:veto_recall_at_k' must be a finite number"),
+])
+def test_bad_values_are_named(text: str, needle: str) -> None:
+    assert needle in error_of(text)
+
+
+def test_an_unknown_key_is_reported_before_other_problems() -> None:
+    message = error_of('[suites.veto]\nk = 0\nfixtrues = ["builtin"]\n')
+    assert message == ("membench.toml: unknown key suites.veto.'fixtrues' "
+                       "(did you mean 'fixtures'?)")
+
+
+def test_an_unknown_suite_suggests_a_known_one() -> None:
+    assert "unknown key suites.'vto' (did you mean 'veto'?)" in error_of("[suites.vto]\n")
+
+
+def test_floors_keep_their_values_as_floats() -> None:
+    assert parse_floors({"recall/temporal:recall_any_at_k": 1}, "f") == {
+        "recall/temporal:recall_any_at_k": 1.0}
+
+
+def test_recorded_suite_options_are_validated_like_the_file() -> None:
+    """A results file's config (merge re-scores under it) is held to the same rules."""
+    assert parse_suite_options("recall", {"fixtures": ["builtin"], "k": 4}, "r.json").k == 4
+    with pytest.raises(GateError, match=r"^r\.json: suites\.recall\.k must be an integer"):
+        parse_suite_options("recall", {"fixtures": ["builtin"], "k": -1}, "r.json")
+
+
+def test_suite_record_is_the_suite_models_dump() -> None:
+    # Recorded and hashed as model_dump() gives it (without building each suite's serializer):
+    # every option of every suite, defaults and values as written, lists copied.
+    from membench_gate.config import SUITE_NAMES, parse_config
+
+    tables = "\n".join(f"[suites.{name}]" for name in SUITE_NAMES)
+    defaults = parse_config(tables, Path("membench.toml"))
+    given = parse_config(tables.replace("[suites.abstention]", "[suites.abstention]\nk = 3\n"
+                                        "lambdas = [1, 2.5]\nshuffle_seed = 9\nfixtures = ['a']"),
+                         Path("membench.toml"))
+    for config in (defaults, given):
+        for name in SUITE_NAMES:
+            record = config.suite_record(name)
+            assert record == config.suites[name].model_dump()
+            assert [type(v) for v in record.values()] == \
+                [type(v) for v in config.suites[name].model_dump().values()]
+            for key, value in record.items():
+                if isinstance(value, list):
+                    assert value is not getattr(config.suites[name], key)
+    assert given.suite_record("abstention")["lambdas"] == [1, 2.5]
