@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from conftest import run_cli
 
-from membench_gate.suites.abstention import derangement
+from membench_gate.suites.abstention.scoring import derangement
 
 
 @pytest.mark.parametrize("n", range(2, 12))

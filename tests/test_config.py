@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 from conftest import run_cli
 
-from membench_gate.config import AbstentionOptions, Config, parse_config, parse_floors, parse_suite_options
+from membench_gate.config import Config, parse_config, parse_floors, parse_suite_options
 from membench_gate.errors import GateError
+from membench_gate.suites.abstention.options import AbstentionOptions
 
 
 def test_a_floor_on_an_unknown_cell_is_a_config_error(make_repo: Callable[..., Path]) -> None:
