@@ -1,7 +1,8 @@
 """``membench.toml`` → a validated :class:`Config`.
 
-Each table of the file is a pydantic model declared once below (docs/config.md is the reference
-they implement): a typo in a gate config must never silently turn a check off, so unknown keys are
+Each table of the file is a pydantic model declared once — below, or for a suite's table in the
+suite's own package, found through the suite registry (docs/config.md is the reference they
+implement): a typo in a gate config must never silently turn a check off, so unknown keys are
 errors with a did-you-mean suggestion, values are never converted (``k = "5"`` is refused, not
 read as 5), and every number must be finite and in range. Whatever is wrong, the error is one line
 naming the file and the key.
@@ -18,20 +19,21 @@ from typing import TYPE_CHECKING, Annotated, Any, NamedTuple
 from pydantic import (
     AfterValidator,
     BaseModel,
-    ConfigDict,
     Field,
     JsonValue,
     ValidationError,
+    create_model,
     model_validator,
 )
 from pydantic.fields import FieldInfo
-from pydantic_core import PydanticCustomError
 
 from membench_gate.budget import MAX_MINUTES, MINUTES_RANGE
 from membench_gate.defaults import DEFAULT_BASELINE, REFERENCE_ADAPTER
 from membench_gate.errors import GateError
 from membench_gate.files import check_numbers, read_text
 from membench_gate.model import metrics
+from membench_gate.suites import NAMES, registry
+from membench_gate.suites.common.options import SuiteOptions, Table, problem
 
 if TYPE_CHECKING:
     from membench_gate.adapter.rpc import Handshake
@@ -43,99 +45,31 @@ else:  # pragma: no cover - exercised on 3.10 only
 
 DEFAULT_TIMEOUT = 60.0
 # The range of every number a config holds: TOML has nan and inf literals, and a number that is
-# absurd for its key (k = 1e9, a λ of 1e30, timeout = inf) is a mistake to name, not to run.
+# absurd for its key (k = 1e9, timeout = inf) is a mistake to name, not to run (a suite's own
+# options say their ranges).
 MAX_TIMEOUT = 86400.0
-MAX_LAMBDA = 1000
 MAX_FLOOR = 1e6
-
-
-def _problem(message: str) -> PydanticCustomError:
-    """A validation error whose message is ours (pydantic's would prefix "Value error, ")."""
-    return PydanticCustomError("config", "{message}", {"message": message})
-
-
-class _Table(BaseModel):
-    """A TOML table: unknown keys refused, values taken as written (no conversion).
-
-    Validators are built on first use, once for the whole file: start-up stays lean.
-    """
-
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, defer_build=True)
-
-
-# A field's ``description`` says what a value must be: the error for a bad value is built from it
-# (for a table of values, such as [floors], it says what each value must be).
-Count = Annotated[int, Field(ge=1, le=1000, description="an integer from 1 to 1000")]
-Seed = Annotated[int, Field(ge=0, le=2**32 - 1, description=f"an integer from 0 to {2**32 - 1}")]
-Name = Annotated[str, Field(min_length=1)]
 
 
 def _no_nul(text: str) -> str:
     if "\x00" in text:  # no process can be started with one in its arguments
-        raise _problem("must not contain a NUL character")
+        raise problem("must not contain a NUL character")
     return text
 
 
 Arg = Annotated[str, Field(min_length=1), AfterValidator(_no_nul)]
 
-
-def _distinct(lambdas: list[float]) -> list[float]:
-    if len({float(lam) for lam in lambdas}) != len(lambdas):
-        raise _problem("a value is repeated")
-    return lambdas
-
-
-# Integers stay integers: the options are recorded and hashed as written ([1, 2] is not [1.0, 2.0]).
-Lambdas = Annotated[
-    list[Annotated[int, Field(ge=0, le=MAX_LAMBDA)]
-         | Annotated[float, Field(ge=0, le=MAX_LAMBDA, allow_inf_nan=False)]],
-    Field(min_length=1, description=f"a non-empty list of finite numbers from 0 to {MAX_LAMBDA}"),
-    AfterValidator(_distinct),
-]
+# One optional table per registered suite, validated by the suite's own options model.
+Suites: type[Table] = create_model(
+    "Suites",
+    __base__=Table,
+    __doc__="``[suites]``: a suite runs when its table is present.",
+    __module__=__name__,
+    **{name: (suite.options | None, None) for name, suite in registry().items()},
+)
 
 
-class SuiteOptions(_Table):
-    """What every suite's table holds. All of a suite's options, defaults included, are recorded
-    in results and baselines and hashed into ``fixtures_hash``: a run is described by its file."""
-
-    fixtures: Annotated[list[Name], Field(min_length=1,
-                                          description="a non-empty list of folder names")] = \
-        ["builtin"]
-
-
-class VetoOptions(SuiteOptions):
-    k: Count = 5
-
-
-class AbstentionOptions(SuiteOptions):
-    k: Count = 5
-    lambdas: Lambdas = [1, 2, 5, 10]  # preregistered: part of the measurement
-    shuffle_seed: Seed = 7
-
-
-class PushOptions(SuiteOptions):
-    budget: Count = 3
-
-
-class WritebackOptions(SuiteOptions):
-    k: Count = 5
-
-
-class RecallOptions(SuiteOptions):
-    k: Count = 10
-
-
-class Suites(_Table):
-    """``[suites]``: a suite runs when its table is present."""
-
-    abstention: AbstentionOptions | None = None
-    push: PushOptions | None = None
-    recall: RecallOptions | None = None
-    veto: VetoOptions | None = None
-    writeback: WritebackOptions | None = None
-
-
-class AdapterTable(_Table):
+class AdapterTable(Table):
     """``[adapter]``: the system under test (docs/adapters.md)."""
 
     python: Annotated[str, Field(pattern=r"^[^:]*:[^:]*$"), AfterValidator(_no_nul)] | None = \
@@ -154,11 +88,11 @@ class AdapterTable(_Table):
     @model_validator(mode="after")
     def _one_target(self) -> AdapterTable:
         if self.python is not None and self.command is not None:
-            raise _problem("takes exactly one of command and python")
+            raise problem("takes exactly one of command and python")
         return self
 
 
-class GateTable(_Table):
+class GateTable(Table):
     """``[gate]``: where the committed baseline is, whether holdout items count, and the time
     budget of a command (not part of the measurement: neither recorded nor hashed)."""
 
@@ -174,12 +108,12 @@ def _floor_key(key: str) -> str:
     cell, sep, metric = key.partition(":")
     suite, slash, condition = cell.partition("/")
     if not sep or not slash or not suite or not condition or not metric:
-        raise _problem("key must be 'suite/condition:metric'")
+        raise problem("key must be 'suite/condition:metric'")
     if not metrics.known_cell(cell):
-        raise _problem(f"unknown cell {cell!r}{_suggest(cell, metrics.CELLS)}")
+        raise problem(f"unknown cell {cell!r}{_suggest(cell, metrics.CELLS)}")
     if metrics.spec(metric).suite == "?":
         known = [m for m in metrics.REGISTRY if not m.startswith("net_at_")]
-        raise _problem(f"unknown metric {metric!r}{_suggest(metric, known)}")
+        raise problem(f"unknown metric {metric!r}{_suggest(metric, known)}")
     return key
 
 
@@ -190,7 +124,7 @@ Floors = Annotated[
 ]
 
 
-class ConfigFile(_Table):
+class ConfigFile(Table):
     """The whole ``membench.toml``."""
 
     # A table left out is its model's defaults, made without validating them (they are the
@@ -200,7 +134,7 @@ class ConfigFile(_Table):
     gate: GateTable = Field(default_factory=GateTable.model_construct)
     # ">=" for a higher-is-better metric, "<=" for a lower one; not recorded (rule 2 reads both
     # the base commit's and the working tree's).
-    floors: Floors = {}
+    floors: Floors = Field(default_factory=dict)
 
 
 def _table_model(annotation: Any) -> type[BaseModel] | None:
@@ -211,7 +145,7 @@ def _table_model(annotation: Any) -> type[BaseModel] | None:
     return None
 
 
-SUITE_NAMES = tuple(sorted(Suites.model_fields))
+SUITE_NAMES = NAMES
 
 
 class Config(NamedTuple):

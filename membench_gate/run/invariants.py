@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from membench_gate.config import Config, SuiteOptions, parse_suite_options
+from membench_gate.config import Config, parse_suite_options
 from membench_gate.defaults import BUILTIN
 from membench_gate.errors import GateError
 from membench_gate.model import metrics
@@ -29,8 +29,9 @@ from membench_gate.model import metrics
 if TYPE_CHECKING:
     from membench_gate.base.side import BaseSide
     from membench_gate.model.results import Baseline, Cell
-    from membench_gate.suites import Progress
     from membench_gate.suites.common.fixtures import SuiteFixtures
+    from membench_gate.suites.common.options import SuiteOptions
+    from membench_gate.suites.common.suite import Progress
 
 
 class BaseSuites(NamedTuple):

@@ -8,7 +8,8 @@ from collections.abc import Mapping
 from membench_gate.config import Config
 from membench_gate.files import load_json, read_text
 from membench_gate.model.measurement import file_digest, fixtures_hash
-from membench_gate.suites.common.folders import SCORER_VERSIONS, FixtureFile, suite_paths
+from membench_gate.suites import get
+from membench_gate.suites.common.folders import FixtureFile, suite_paths
 
 
 def hash_of(config: Config, files: Mapping[str, list[FixtureFile]]) -> str:
@@ -20,7 +21,7 @@ def hash_of(config: Config, files: Mapping[str, list[FixtureFile]]) -> str:
 def _hash(config: Config, digests: Mapping[str, list[tuple[str, str]]]) -> str:
     """``fixtures_hash`` of ``config`` over each suite's files as ``(label, digest)``."""
     return fixtures_hash(config.include_holdout, [
-        (name, SCORER_VERSIONS[name], config.suite_record(name), digests[name])
+        (name, get(name).scorer_version, config.suite_record(name), digests[name])
         for name in digests
     ])
 

@@ -23,7 +23,7 @@ from membench_gate.model.canonical import canonical_dumps, normalize
 from membench_gate.model.results import Cell, Receipt, Results, parse_results
 from membench_gate.run.rederive import check_cells, records_by_suite, rederive, score
 from membench_gate.run.shard import Shard, parse_shard
-from membench_gate.suites import Records
+from membench_gate.suites.common.suite import Records
 
 if TYPE_CHECKING:
     from membench_gate.config import Config

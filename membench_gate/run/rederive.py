@@ -27,13 +27,15 @@ from membench_gate.config import parse_suite_options
 from membench_gate.errors import GateError
 from membench_gate.model.canonical import normalize, round4
 from membench_gate.model.results import Cell, Results
-from membench_gate.suites import CellResult, Records, SuiteRun, registry
+from membench_gate.suites import NAMES, get
+from membench_gate.suites.common.suite import CellResult, Records, SuiteRun
 
 if TYPE_CHECKING:
     from membench_gate.adapter.types import Answer, Hit
-    from membench_gate.config import Config, SuiteOptions
+    from membench_gate.config import Config
     from membench_gate.run.shard import Shard
     from membench_gate.suites.common.fixtures import SuiteFixtures
+    from membench_gate.suites.common.options import SuiteOptions
 
 _EDITED = "an edited file, or one from another scorer"
 
@@ -41,7 +43,7 @@ _EDITED = "an edited file, or one from another scorer"
 def suite_of(label: str, cell: str, config: dict[str, Any]) -> str:
     """The suite of ``cell``, which the file's recorded ``config`` must enable."""
     suite = cell.split("/", 1)[0]
-    if suite not in config.get("suites", {}) or suite not in registry():
+    if suite not in config.get("suites", {}) or suite not in NAMES:
         raise GateError(f"{label}: cells.{cell}: suite {suite!r} is not enabled in the file's "
                         "config")
     return suite
@@ -51,7 +53,7 @@ def score(suite: str, records: Records, recorded: Any, label: str) -> SuiteRun:
     """The suite's cells from ``records``, under the options the file's config ``recorded``."""
     options = parse_suite_options(suite, recorded, f"{label}: config")
     try:
-        return registry()[suite].score(records, options)
+        return get(suite).score(records, options)
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise GateError(f"{label}: suite {suite}: the item records lack what the suite scores "
                         f"from ({type(exc).__name__}: {exc})") from exc
@@ -65,7 +67,7 @@ def records_by_suite(label: str, results: Results) -> dict[str, Records]:
         suite_of(label, cell, results.config)
     for cell, items in results.items.items():
         suite = suite_of(label, cell, results.config)
-        if cell not in getattr(registry()[suite], "DERIVED", ()):
+        if cell not in get(suite).derived:
             by_suite.setdefault(suite, {})[cell] = items
     return by_suite
 
@@ -137,7 +139,7 @@ def _replay_suite(label: str, name: str, options: SuiteOptions, config: Config,
     scored = shard.restrict(name, fixtures) if shard else fixtures
     session = _Replay(label, name, results.items, set(scored.digests))
     try:
-        return fixtures, registry()[name].run(scored, session, options, None)
+        return fixtures, get(name).run(scored, session, options, None)
     except _Unreadable:
         raise
     except GateError as exc:  # (a suite's own check of an answer, such as a hit without text)
@@ -157,7 +159,7 @@ class _Replay:
     A suite names the item it asks for (``"<id> in <cell>"``, or the bare id when the id alone
     tells its cell); an item asked again for a cell its suite derives from other records (the
     shuffled control asks every probe) keeps that answer in its record under the key the suite's
-    ``ANSWERS`` names for that cell. An item the file does not hold gets an empty answer: the
+    ``answers`` names for that cell. An item the file does not hold gets an empty answer: the
     comparison of ids after the replay names it.
     """
 
@@ -168,7 +170,7 @@ class _Replay:
         self.label, self.scored = label, scored
         self.items = {cell: records for cell, records in items.items()
                       if cell.split("/", 1)[0] == suite}
-        self.answers: dict[str, str] = getattr(registry()[suite], "ANSWERS", {})
+        self.answers = get(suite).answers
         self.cell_of: dict[str, str] = {}
         for cell in sorted(self.items):
             for ident in self.items[cell]:

@@ -15,8 +15,9 @@ from membench_gate.model.measurement import digest
 from membench_gate.model.results import SCHEMA_VERSION, Cell, Results
 from membench_gate.run.measure import hash_of
 from membench_gate.run.shard import Shard
-from membench_gate.suites import Progress, registry
+from membench_gate.suites import get
 from membench_gate.suites.common.fixtures import SuiteFixtures, load_suite
+from membench_gate.suites.common.suite import Progress
 
 if TYPE_CHECKING:  # a check of a results file loads fixtures, never an adapter
     from membench_gate.adapter import rpc
@@ -118,9 +119,8 @@ def run(config: Config, progress: Progress | None = None,
     process = (handshake := config.launch()).process
     try:
         client = handshake.finish()
-        suites = registry()
         for name in loaded:  # what a suite needs of the adapter, before any suite runs
-            check_adapter = getattr(suites[name], "check_adapter", None)
+            check_adapter = get(name).check_adapter
             if check_adapter is not None:
                 check_adapter(client.capabilities)
         cells: dict[str, Cell] = {}
@@ -131,7 +131,7 @@ def run(config: Config, progress: Progress | None = None,
             if wrap is not None:
                 session = wrap(session)
             scored = shard.restrict(name, fixtures) if shard else fixtures
-            outcome = suites[name].run(scored, session, config.suites[name], progress)
+            outcome = get(name).run(scored, session, config.suites[name], progress)
             for cell_name, cell in outcome.cells.items():
                 cells[cell_name] = Cell(metrics=cell.metrics, gold_total=cell.gold_total,
                                         failed=cell.failed)

@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from membench_gate.config import AbstentionOptions, Config, parse_config, parse_floors, parse_suite_options
+from membench_gate.config import Config, parse_config, parse_floors, parse_suite_options
 from membench_gate.errors import GateError
+from membench_gate.suites.abstention.options import AbstentionOptions
 
 # -- parsing, in process ---------------------------------------------------------------------------
 

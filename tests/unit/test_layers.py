@@ -37,12 +37,6 @@ RANKS = {
 KNOWN = {
     ("membench_gate.ci.action", "membench_gate.cli.main"),
     ("membench_gate.ci.action", "membench_gate.commands.check"),
-    # A suite's options model is still in config.py, not in the suite's own package.
-    ("membench_gate.suites.abstention", "membench_gate.config"),
-    ("membench_gate.suites.push", "membench_gate.config"),
-    ("membench_gate.suites.recall", "membench_gate.config"),
-    ("membench_gate.suites.veto", "membench_gate.config"),
-    ("membench_gate.suites.writeback", "membench_gate.config"),
 }
 
 

@@ -1,1 +1,3 @@
-"""What every suite shares: fixture loading helpers, the files a suite reads, seeded shuffles."""
+"""What every suite shares: the ``Suite`` declaration and what a run gives (``suite``), the options
+table (``options``), fixture loading (``fixtures``, ``folders``), scoring helpers (``scoring``) and
+seeded shuffles (``seeded``)."""

@@ -1,35 +1,20 @@
-"""The fixture files each suite reads from its folders, in the order it reads them.
+"""The fixture files a suite reads from its folders, in the order it reads them.
 
-Kept apart from the fixture schemas (:mod:`membench_gate.suites.common.fixtures`) so that
-``check --results`` can hash a measurement's files (:mod:`membench_gate.run.measure`) without
-importing or building the schemas.
+Which files those are is the suite's declaration (:class:`~membench_gate.suites.common.suite.Suite`,
+``files`` and ``subfolder``), read from the registry without importing the suite's fixture schema:
+``check --results`` hashes a measurement's files (:mod:`membench_gate.run.measure`) without
+importing or building any schema.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 from membench_gate.defaults import BUILTIN
 from membench_gate.errors import GateError
 from membench_gate.files import data_dir, load_json, read_text
-
-if TYPE_CHECKING:
-    pass
-
-# Each suite's scorer version, bumped when its scoring changes (which makes the next run a corpus
-# change): part of every fixtures hash.
-SCORER_VERSIONS = {"abstention": 2, "push": 1, "recall": 1, "veto": 2, "writeback": 2}
-
-# The files each suite reads from one fixture folder: named JSON files, then every ``*.json`` of a
-# subfolder (one conversation or session each) in name order.
-SUITE_FILES: dict[str, tuple[tuple[str, ...], str | None]] = {
-    "veto": (("decisions.json", "scenarios.json"), None),
-    "abstention": (("facts.json", "probes.json"), None),
-    "push": ((), "conversations"),
-    "writeback": ((), "sessions"),
-    "recall": (("corpus.json", "queries.json"), None),
-}
+from membench_gate.suites import get
 
 
 class FixtureFile(NamedTuple):
@@ -50,7 +35,8 @@ def suite_files(suite: str, entries: list[str], base_dir: Path) -> list[list[Fix
 def suite_paths(suite: str, entries: list[str], base_dir: Path) -> list[list[tuple[Path, str]]]:
     """The files of each of a suite's fixture folders with their labels, in the order the suite
     reads them: named JSON files, then every ``*.json`` of its subfolder in name order."""
-    names, subfolder = SUITE_FILES[suite]
+    declared = get(suite)
+    names, subfolder = declared.files, declared.subfolder
     folders = []
     for entry in entries:
         folder, label = _folder(entry, suite, base_dir)

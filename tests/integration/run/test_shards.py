@@ -22,7 +22,8 @@ from membench_gate.errors import GateError
 from membench_gate.model.results import Cell, Receipt, Results, dumps_results, parse_results
 from membench_gate.run.merge import merge
 from membench_gate.run.shard import Shard, parse_shard, shard_index
-from membench_gate.suites import Records, registry
+from membench_gate.suites import registry
+from membench_gate.suites.common.suite import Records
 from tests.support.cli import assert_error_verdict, run_cli
 from tests.support.gaterepo import blessed_origin
 from tests.support.gitrepos import clone

@@ -231,8 +231,8 @@ def test_always_abstaining_adapter_has_zero_coverage(abstainer: dict[str, Any]) 
 
 def test_push_is_scored_from_the_turn_records_alone() -> None:
     """Ask, then score: the push metrics follow from the records, with no adapter process."""
-    from membench_gate.config import PushOptions
-    from membench_gate.suites import push
+    from membench_gate.suites.push import scoring as push
+    from membench_gate.suites.push.options import PushOptions
 
     def turn(expect: str, injected: list[str], gold: tuple[str, ...] = (),
              foreign: tuple[str, ...] = (), tokens: int = 0) -> dict[str, Any]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from membench_gate.suites.abstention import derangement
+from membench_gate.suites.abstention.scoring import derangement
 
 
 @pytest.mark.parametrize("n", range(2, 12))

@@ -13,12 +13,14 @@ from typing import Any
 import pytest
 
 from membench_gate import Answer, Hit, Query, Record
-from membench_gate.config import RecallOptions, VetoOptions
 from membench_gate.errors import GateError
 from membench_gate.model.metrics import explain, gate_kind, known_cell
 from membench_gate.reference import ReferenceMemory
-from membench_gate.suites import recall, veto
 from membench_gate.suites.common.fixtures import load_suite
+from membench_gate.suites.recall import scoring as recall
+from membench_gate.suites.recall.options import RecallOptions
+from membench_gate.suites.veto import scoring as veto
+from membench_gate.suites.veto.options import VetoOptions
 
 
 def write(folder: Path, name: str, data: object) -> None:

@@ -1,36 +1,21 @@
-"""writeback: what the memory's own write path keeps from a conversation.
-
-For each session the store is reset and the whole conversation handed to ``write(session)``; the
-suite then reads back what was written, through ``search`` alone (docs/suites.md, "writeback"):
-
-- ``writeback/fidelity``: per gold fact, ``search(Query(" ".join(keywords), k, source))``. The fact
-  *survives* when a hit's ``text`` holds every keyword and its ``entity`` is the fact's entity; its
-  provenance is right when the best surviving hit carries ``{source, session, turn}`` of the fact.
-  A fact item passes when it survives with the right provenance. Each *non-fact* (a hypothetical, a
-  quoted claim, a retracted statement) is asked the same way and *leaks* when any hit's text holds
-  all its keywords; a non-fact item passes when it does not leak.
-- ``writeback/continuity``: with no reset after the write (the hop to a later session), each probe
-  asks ``search(Query(question, k, source))`` and passes when a hit's text holds every keyword.
-
-The suite reads the hits and ignores ``abstain``: it judges what was written, not when the system
-chooses to answer (the abstention suite judges that).
-"""
+"""How the writeback suite asks the adapter and scores what came back (the package says what it
+measures)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
 from membench_gate.adapter.types import Answer, Hit, Query, Session, Turn
-from membench_gate.config import WritebackOptions
 from membench_gate.errors import GateError
-from membench_gate.suites import Progress, Records, SuiteRun, outcome, ratio
-from membench_gate.suites.common.fixtures import SuiteFixtures, WritebackSession, keyword_in
-from membench_gate.suites.common.folders import SCORER_VERSIONS
+from membench_gate.suites.common.fixtures import keyword_in
+from membench_gate.suites.common.scoring import outcome, ratio
+from membench_gate.suites.common.suite import Progress, Records, SuiteRun
+from membench_gate.suites.writeback import check_adapter
+from membench_gate.suites.writeback.fixtures import Fixtures, WritebackSession
+from membench_gate.suites.writeback.options import WritebackOptions
 
 if TYPE_CHECKING:  # only for annotations: checking a results file never imports the client
     from membench_gate.adapter.rpc import SuiteSession
-
-SCORER_VERSION = SCORER_VERSIONS["writeback"]
 
 
 def same_entity(a: str | None, b: str | None) -> bool:
@@ -73,16 +58,7 @@ def _as_session(s: WritebackSession) -> Session:
                    turns=tuple(Turn(t.id, t.speaker, t.text) for t in s.turns))
 
 
-def check_adapter(capabilities: Any) -> None:
-    """Refuse an adapter without a write path before any suite runs (the runner asks every
-    enabled suite that defines this right after ``initialize``)."""
-    if not capabilities.write:
-        raise GateError("suite writeback: the adapter does not implement write(session) "
-                        "(its initialize result has no capabilities.write: true); implement it or "
-                        "remove [suites.writeback]")
-
-
-def run(fx: SuiteFixtures, session: SuiteSession, options: WritebackOptions,
+def run(fx: Fixtures, session: SuiteSession, options: WritebackOptions,
         progress: Progress | None = None) -> SuiteRun:
     check_adapter(session.capabilities)
     k = options.k

@@ -1,16 +1,5 @@
-"""veto: does the decision that rejected an approach come back for a task that invites it?
-
-Each decision is ingested as one record (``decision + " " + rationale``; the vetoes themselves are
-metadata, not text, and so are the lifecycle fields ``status`` / ``superseded_by``). Each direct or
-implicit scenario asks ``search`` with the task — with the task's files in ``files_known``, without
-them in ``files_unknown`` — and passes when the vetoing decision ranks within k.
-
-Lifecycle scenarios (``stale-named`` / ``stale-unnamed`` traps) form ``veto/lifecycle``, asked with
-the task's files: their veto decision is the *current* one, and a scenario passes only when it ranks
-within k with no decision it supersedes (directly or through a chain) ranked above it.
-``stale_surfaced`` counts the scenarios whose hits put a superseded predecessor above the current
-decision, or return one while the current decision is missing.
-"""
+"""How the veto suite asks the adapter and scores what came back (the package says what it
+measures)."""
 
 from __future__ import annotations
 
@@ -18,15 +7,15 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from membench_gate.adapter.types import Query, Record
-from membench_gate.config import VetoOptions
-from membench_gate.suites import Progress, Records, SuiteRun, hit_list, outcome, ratio
-from membench_gate.suites.common.fixtures import SuiteFixtures, parse_time, predecessors
-from membench_gate.suites.common.folders import SCORER_VERSIONS
+from membench_gate.suites.common.fixtures import parse_time
+from membench_gate.suites.common.scoring import hit_list, outcome, ratio
+from membench_gate.suites.common.suite import Progress, Records, SuiteRun
+from membench_gate.suites.veto.fixtures import Fixtures, predecessors
+from membench_gate.suites.veto.options import VetoOptions
 
 if TYPE_CHECKING:  # only for annotations: checking a results file never imports the client
     from membench_gate.adapter.rpc import SuiteSession
 
-SCORER_VERSION = SCORER_VERSIONS["veto"]
 CONDITIONS = ("files_known", "files_unknown")
 
 
@@ -43,7 +32,7 @@ def _record(d: Any) -> Record:
     )
 
 
-def run(fx: SuiteFixtures, session: SuiteSession, options: VetoOptions,
+def run(fx: Fixtures, session: SuiteSession, options: VetoOptions,
         progress: Progress | None = None) -> SuiteRun:
     k = options.k
     session.reset()

@@ -1,11 +1,5 @@
-"""push: know-to-ask and intrusion budget over replayed conversations.
-
-For each conversation the store is reset and its pages ingested (``id = entity = slug``). Each user
-turn asks ``push(Query(text=turn, k=budget, source=conversation source, context=earlier turns))``.
-A should-retrieve turn passes when the injection hits gold ∪ acceptable; a stay-silent turn passes
-when nothing is injected; any injected id from another source fails the turn and counts as a
-source-isolation violation. Holdout turns are not scored but stay in the context of later turns.
-"""
+"""How the push suite asks the adapter and scores what came back (the package says what it
+measures)."""
 
 from __future__ import annotations
 
@@ -13,18 +7,16 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from membench_gate.adapter.types import Query, Record
-from membench_gate.config import PushOptions
-from membench_gate.suites import Progress, Records, SuiteRun, outcome, ratio
-from membench_gate.suites.common.fixtures import SuiteFixtures
-from membench_gate.suites.common.folders import SCORER_VERSIONS
+from membench_gate.suites.common.scoring import outcome, ratio
+from membench_gate.suites.common.suite import Progress, Records, SuiteRun
+from membench_gate.suites.push.fixtures import Fixtures
+from membench_gate.suites.push.options import PushOptions
 
 if TYPE_CHECKING:  # only for annotations: checking a results file never imports the client
     from membench_gate.adapter.rpc import SuiteSession
 
-SCORER_VERSION = SCORER_VERSIONS["push"]
 
-
-def run(fx: SuiteFixtures, session: SuiteSession, options: PushOptions,
+def run(fx: Fixtures, session: SuiteSession, options: PushOptions,
         progress: Progress | None = None) -> SuiteRun:
     budget = options.budget
     total = sum(len(c.turns) for c in fx.conversations)

@@ -1,40 +1,22 @@
-"""abstention: does the memory answer what it knows and abstain on what it does not?
-
-NET(λ) = (correct − λ·wrong) / n over every probe, abstentions included: a correct answer scores 1,
-a wrong one −λ, an abstention 0 (so an always-abstaining system scores NET 0). A probe *passes*
-when answered correctly, or abstained on when nothing stored answers it. Two controls prove the
-suite can tell a good system from a broken one; each must *fail*:
-
-- ``control_floor_off`` answers with the top hit whatever ``abstain`` says; it fails as it should
-  when it has wrong > 0 (the unanswerable probes then have nowhere to hide);
-- ``control_shuffled`` ingests the facts under permuted ids (fixed seed); it fails as it should when
-  its NET(1) < 0.
-
-A control cell has one gold item, the control itself: it is listed in ``failed`` when the control
-did not fail, and ``controls_passing`` on ``abstention/default`` counts those (a zero-gated metric).
-"""
+"""How the abstention suite asks the adapter and scores what came back (the package says what it
+measures)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
 from membench_gate.adapter.types import Answer, Query, Record
-from membench_gate.config import AbstentionOptions
-from membench_gate.model.metrics import DERIVED_CELLS, net_metric
-from membench_gate.suites import Progress, Records, SuiteRun, hit_list, outcome, ratio
-from membench_gate.suites.common.fixtures import Probe, SuiteFixtures
-from membench_gate.suites.common.folders import SCORER_VERSIONS
+from membench_gate.model.metrics import net_metric
+from membench_gate.suites.abstention import ANSWERS
+from membench_gate.suites.abstention.fixtures import Fixtures, Probe
+from membench_gate.suites.abstention.options import AbstentionOptions
+from membench_gate.suites.common.scoring import hit_list, outcome, ratio
 from membench_gate.suites.common.seeded import permutation
+from membench_gate.suites.common.suite import Progress, Records, SuiteRun
 
 if TYPE_CHECKING:  # only for annotations: checking a results file never imports the client
     from membench_gate.adapter.rpc import SuiteSession
 
-SCORER_VERSION = SCORER_VERSIONS["abstention"]
-# The controls are judged from the records of abstention/default: a merge recomputes them.
-DERIVED = DERIVED_CELLS
-# The shuffled control asks every probe again: each probe's record keeps that answer under this
-# key, so a results file re-derives the control's judgement (the floor-off control reads ``hits``).
-ANSWERS = {"abstention/control_shuffled": "shuffled"}
 
 
 def derangement(ids: list[str], seed: int) -> list[str]:
@@ -76,12 +58,12 @@ def _tally(outcomes: list[str], lambdas: list[float]) -> dict[str, float]:
     return metrics
 
 
-def _ingest(session: SuiteSession, fx: SuiteFixtures, ids: list[str]) -> None:
+def _ingest(session: SuiteSession, fx: Fixtures, ids: list[str]) -> None:
     session.reset()
     session.ingest([Record(id=ident, text=fact.text) for ident, fact in zip(ids, fx.facts, strict=True)])
 
 
-def run(fx: SuiteFixtures, session: SuiteSession, options: AbstentionOptions,
+def run(fx: Fixtures, session: SuiteSession, options: AbstentionOptions,
         progress: Progress | None = None) -> SuiteRun:
     k = options.k
     probes = [p for p in fx.probes if p.id in fx.digests]

@@ -1,20 +1,5 @@
-"""recall: evidence retrieval over long conversation histories (LongMemEval's and LoCoMo's shape).
-
-Corpus items (turns or chunks, grouped by ``session``) are ingested as ``Record(id, text, source,
-created_at, meta={"session": session})``. A query with a ``haystack`` (a list of session ids) is
-asked against just those sessions: the store is reset and the haystack ingested for it, and queries
-with the same haystack share that ingest (in fixture order). Queries without a haystack are asked
-against the whole corpus, ingested once. Each query asks ``search(Query(text=question, k, as_of))``.
-
-A hit *matches* a gold id when it is that item or belongs to that session (session-level gold).
-An answerable query passes when a gold id is matched within the top k; an unanswerable one
-(``gold: []``) when the system abstains. Recall and nDCG read the hits whatever ``abstain`` says
-(they measure retrieval); ``false_answer_rate`` reads ``abstain`` alone.
-
-Cells: ``recall/<category>``, or ``recall/default`` for queries without one. A cell has
-``recall_any_at_k``, ``recall_all_at_k`` and ``ndcg_at_k`` when it has answerable queries and
-``false_answer_rate`` when it has unanswerable ones.
-"""
+"""How the recall suite asks the adapter and scores what came back (the package says what it
+measures)."""
 
 from __future__ import annotations
 
@@ -22,15 +7,15 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from membench_gate.adapter.types import Answer, Query, Record
-from membench_gate.config import RecallOptions
-from membench_gate.suites import Progress, Records, SuiteRun, hit_list, outcome, ratio
-from membench_gate.suites.common.fixtures import CorpusItem, RecallQuery, SuiteFixtures, parse_time
-from membench_gate.suites.common.folders import SCORER_VERSIONS
+from membench_gate.suites.common.fixtures import parse_time
+from membench_gate.suites.common.scoring import hit_list, outcome, ratio
+from membench_gate.suites.common.suite import Progress, Records, SuiteRun
+from membench_gate.suites.recall.fixtures import CorpusItem, Fixtures, RecallQuery
+from membench_gate.suites.recall.options import RecallOptions
 
 if TYPE_CHECKING:  # only for annotations: checking a results file never imports the client
     from membench_gate.adapter.rpc import SuiteSession
 
-SCORER_VERSION = SCORER_VERSIONS["recall"]
 DEFAULT_CELL = "default"
 
 
@@ -135,7 +120,7 @@ def _groups(queries: list[RecallQuery]) -> list[tuple[tuple[str, ...] | None, li
     return list(groups.items())
 
 
-def run(fx: SuiteFixtures, session: SuiteSession, options: RecallOptions,
+def run(fx: Fixtures, session: SuiteSession, options: RecallOptions,
         progress: Progress | None = None) -> SuiteRun:
     k = options.k
     queries = [q for q in fx.queries if q.id in fx.digests]

@@ -1,0 +1,9 @@
+"""``[suites.push]`` of ``membench.toml`` (docs/config.md)."""
+
+from __future__ import annotations
+
+from membench_gate.suites.common.options import Count, SuiteOptions
+
+
+class PushOptions(SuiteOptions):
+    budget: Count = 3

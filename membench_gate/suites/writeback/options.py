@@ -1,0 +1,9 @@
+"""``[suites.writeback]`` of ``membench.toml`` (docs/config.md)."""
+
+from __future__ import annotations
+
+from membench_gate.suites.common.options import Count, SuiteOptions
+
+
+class WritebackOptions(SuiteOptions):
+    k: Count = 5
