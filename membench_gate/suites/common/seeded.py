@@ -1,12 +1,17 @@
-"""``numpy.random.default_rng(seed).permutation(n)`` in plain Python, bit for bit.
+"""``numpy.random.default_rng(seed).permutation(n)`` in plain Python, bit for bit: a shuffle that is
+part of the measurement, so the same on every machine whatever numpy is installed.
 
 The abstention suite's shuffled control permutes ids with numpy's default generator (PCG64 seeded
-through SeedSequence); the permutation is part of every results file and baseline. The gate itself
-does not otherwise need numpy (the memory runs in its own process), and importing it costs a
-tenth of a second of a run, so the same algorithms are written out here: SeedSequence's hash
-mixing, PCG64 (XSL-RR output, 128-bit LCG), its buffered 32-bit draws, the masked rejection
-sampling of ``random_interval`` and the Fisher-Yates walk of ``Generator.shuffle``. The tests
-compare this module with numpy over many seeds and sizes.
+through SeedSequence), and the permutation is recorded in every results file and baseline. numpy
+keeps its bit generators' streams stable but not those of ``Generator`` methods such as
+``permutation`` (its compatibility policy allows them to change between releases), and a gate
+whose baseline must be byte-identical on any machine cannot let an upgrade of numpy reshuffle a
+control. So the algorithms are written out here and pinned: SeedSequence's hash mixing, PCG64
+(XSL-RR output, 128-bit LCG), its buffered 32-bit draws, the masked rejection sampling of
+``random_interval`` and the Fisher-Yates walk of ``Generator.shuffle``. The tests compare this
+module with the installed numpy over many seeds and sizes: a numpy release that changed its
+stream would fail them, and the gate would still shuffle as before. (It also spares the gate
+process importing numpy, which only the reference memory needs.)
 """
 
 from __future__ import annotations
