@@ -4,7 +4,7 @@ terminal's width. (The one piece of work started ahead of the imports belongs to
 git processes of ``check``, :func:`membench_gate.commands.check.cmd_check`.)
 
 The figures below are medians of repeated runs of ``membench-gate check --results R`` (about
-480 ms on a two-core machine) and ``membench-gate --help`` (about 95 ms), timed with
+480 ms on a two-core machine) and ``membench-gate --help`` (about 60 ms), timed with
 ``time.perf_counter`` around the process, ``python -X importtime`` and ``gc.callbacks``.
 """
 
