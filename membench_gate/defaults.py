@@ -8,3 +8,6 @@ DEFAULT_BASELINE = "baselines/main.json"
 BUILTIN = "builtin"
 # The adapter a config without [adapter] python or command runs.
 REFERENCE_ADAPTER = "membench_gate.reference:ReferenceMemory"
+# Names of the variables the gate set in its own environment for itself alone (comma-separated):
+# withheld from every process it starts, which gets the environment as the user gave it.
+GATE_ONLY_VARIABLE = "MEMBENCH_GATE_ONLY"

@@ -1,21 +1,35 @@
-"""The one error type users see: a single line, turned into exit code 4 by the CLI; and the one
-escaping of untrusted text for a terminal or a log (:func:`visible`)."""
+"""The one error type users see: a single line, turned into exit code 4 by the CLI; the exit
+codes (:class:`ExitCode`); and the one escaping of untrusted text for a terminal or a log
+(:func:`visible`)."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from enum import IntEnum
+
+
+class ExitCode(IntEnum):
+    """The exit code of every command: the verdict (docs/gate.md). Bad usage and every failure
+    are ERROR — never argparse's 2, which here means BLESS REQUIRED."""
+
+    PASS = 0
+    REGRESSION = 1
+    BLESS_REQUIRED = 2
+    INCONCLUSIVE = 3
+    ERROR = 4
 
 
 class GateError(Exception):
     """A user-facing failure: bad input, a failing adapter, git or GitHub trouble.
 
     The message is one line naming the file, field or call at fault. The CLI prints it
-    (no traceback unless ``--debug``) and exits with ``exit_code`` (4, ERROR, by default).
+    (no traceback unless ``--debug``) and exits with ``exit_code`` (ERROR by default).
     ``detail`` holds supporting lines shown under it — an adapter's last stderr lines.
     """
 
-    def __init__(self, message: str, exit_code: int = 4, detail: Sequence[str] = ()) -> None:
+    def __init__(self, message: str, exit_code: int = ExitCode.ERROR,
+                 detail: Sequence[str] = ()) -> None:
         super().__init__(message)
         self.exit_code = exit_code
         self.detail = list(detail)
@@ -31,12 +45,12 @@ class Terminated(KeyboardInterrupt):
 
 
 def exit_code_of(exc: BaseException) -> int:
-    """The exit code a failure maps to: a ``GateError``'s own, else 4 (ERROR) — never 0.
+    """The exit code a failure maps to: a ``GateError``'s own, else ERROR — never PASS.
 
     A ``SystemExit`` raised while a command runs (by code we call, or a dependency) is not a
     verdict: whatever code it carries, the gate did not decide, so it is an ERROR too.
     """
-    return exc.exit_code if isinstance(exc, GateError) else 4
+    return exc.exit_code if isinstance(exc, GateError) else ExitCode.ERROR
 
 
 def describe(exc: BaseException) -> str:

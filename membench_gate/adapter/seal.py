@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from membench_gate.defaults import GATE_ONLY_VARIABLE
 from membench_gate.errors import GateError
 
 MODES = ("auto", "required", "off")
@@ -71,8 +72,11 @@ def withheld(name: str) -> bool:
 
 
 def withhold(env: Mapping[str, str]) -> dict[str, str]:
-    """``env`` without what :func:`withheld` names: the one list, used everywhere."""
-    return {name: value for name, value in env.items() if not withheld(name)}
+    """``env`` without what :func:`withheld` names: the one list, used everywhere; nor with what
+    the gate set in its own environment for itself alone (:data:`GATE_ONLY_VARIABLE`)."""
+    own = {GATE_ONLY_VARIABLE, *env.get(GATE_ONLY_VARIABLE, "").split(",")}
+    return {name: value for name, value in env.items()
+            if not withheld(name) and name not in own}
 
 
 # -- the sandbox: a prepared folder, read back ---------------------------------------------------

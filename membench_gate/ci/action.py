@@ -21,14 +21,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from membench_gate.adapter.seal import close_step_files, prepared_isolation, withhold
+from membench_gate.adapter.seal import close_step_files, isolation, prepared_isolation, withhold
 from membench_gate.ci.actions_env import MAX_ANNOTATIONS, RunnerFiles, annotation, format_outputs
 from membench_gate.ci.comment import ARTIFACT_FILES, STEP_FILE, StepRecord
 from membench_gate.ci.settings import Context, Settings
-from membench_gate.errors import GateError, visible
+from membench_gate.errors import ExitCode, GateError, visible
 from membench_gate.files import load_json, write_atomic
 from membench_gate.model.canonical import canonical_dumps
-from membench_gate.model.verdict import Verdict
+from membench_gate.model.verdict import Verdict, error_verdict
 from membench_gate.report.render import SUMMARY_LIMIT
 
 if TYPE_CHECKING:
@@ -94,14 +94,14 @@ def _annotations(verdict: dict) -> list[str]:
 def _error_exit(message: str, runner: RunnerFiles, env: Mapping[str, str]) -> int:
     """Outputs, summary and annotation of a gate that could not run at all."""
     outputs = dict.fromkeys(OUTPUTS, "")
-    outputs.update({"verdict": "error", "exit-code": "4",
+    outputs.update({"verdict": "error", "exit-code": str(int(ExitCode.ERROR)),
                     "isolation": prepared_isolation(env)})
     runner.append("GITHUB_OUTPUT", format_outputs(outputs))
     runner.append("GITHUB_STEP_SUMMARY", "## membench-gate: ⛔ ERROR\n\nThe gate could not run; "
                   "the job log has the one-line reason.\n")
     print(annotation("error", message, "membench-gate"), flush=True)
     print(visible(f"membench-gate: error: {message}"), file=sys.stderr)
-    return 4
+    return ExitCode.ERROR
 
 
 def main(env: Mapping[str, str] | None = None) -> int:
@@ -166,10 +166,11 @@ def main(env: Mapping[str, str] | None = None) -> int:
     runner.append("GITHUB_STEP_SUMMARY", board.summary(report))
     for line in _annotations(verdict.model_dump(mode="json")):
         print(line, flush=True)
-    if not settings.fail_on_regression and verdict.exit_code in (1, 2, 3):
+    if not settings.fail_on_regression and verdict.exit_code in (
+            ExitCode.REGRESSION, ExitCode.BLESS_REQUIRED, ExitCode.INCONCLUSIVE):
         print(f"membench-gate: advisory mode (fail-on-regression: false): verdict "
               f"{verdict.verdict} does not fail the job")
-        return 0
+        return ExitCode.PASS
     return verdict.exit_code
 
 
@@ -217,9 +218,7 @@ class Scoreboard:
     @classmethod
     def failed(cls, error: GateError, settings: Settings, room: int) -> Scoreboard:
         """The ERROR ``error``, in place of every file (none is left to be read as this run's)."""
-        from membench_gate.commands.check import error_verdict
-
-        verdict = error_verdict(error, settings.config)
+        verdict = error_verdict(error, settings.config, isolation())
         text = canonical_dumps(verdict.model_dump(mode="json"))
         return cls.of(verdict, None, None, dict.fromkeys(ARTIFACT_FILES, text), settings, room)
 
@@ -335,10 +334,7 @@ def _comment(body: str, settings: Settings) -> str:
     return url or ""
 
 
-if __name__ == "__main__":
-    from membench_gate.cli.main import without_pydantic_plugins
-
-    without_pydantic_plugins()
+if __name__ == "__main__":  # (through the entry shim membench_gate.action)
     try:
         raise SystemExit(main())
     except GateError as exc:

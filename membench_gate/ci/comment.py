@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from membench_gate.ci.actions_env import annotation
 from membench_gate.ci.github import MARKER_ROOM
 from membench_gate.ci.settings import Context, Settings
-from membench_gate.errors import GateError, visible
+from membench_gate.errors import ExitCode, GateError, visible
 from membench_gate.files import load_json, read_file
 from membench_gate.model.results import Baseline, Results, parse_baseline, parse_results, validation_message
 from membench_gate.model.verdict import Verdict
@@ -231,7 +231,7 @@ def comment(settings: Settings, *, report: Path | None = None, verdict: Path | N
     key, mode = key or settings.comment_key, mode or settings.comment
     if mode == "off":
         print("comment: off")
-        return 0
+        return ExitCode.PASS
     context = settings.context
     if from_artifact is not None:
         verdict_data, results_data, base_data = load_artifact(from_artifact)
@@ -241,22 +241,22 @@ def comment(settings: Settings, *, report: Path | None = None, verdict: Path | N
             pr = _artifact_pr(context)
         except GateError as exc:
             _warn(f"could not find the pull request: {exc}", context)
-            return 0
+            return ExitCode.PASS
         if pr is None:
             print("comment: no open pull request has this run's head sha; nothing posted")
-            return 0
+            return ExitCode.PASS
     else:
         body = _body(report, verdict, results, base)
         pr = context.pull_request
         if pr is None:
             print("comment: not a pull request run; nothing posted")
-            return 0
+            return ExitCode.PASS
     url, warning = post(body, pr, key, mode, context)
     if warning:
         _warn(warning, context)
     else:
         print(visible(f"comment: {url}"))
-    return 0
+    return ExitCode.PASS
 
 
 def _body(report: Path | None, verdict: Path | None, results: Path | None, base: Path | None) -> str:

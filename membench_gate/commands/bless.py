@@ -8,15 +8,16 @@ passes the checks of rule 8. ``--results`` blesses an earlier run (``check --out
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from membench_gate.base.side import BaseSide, read_base_in_repository
 from membench_gate.ci.settings import Context
-from membench_gate.commands.check import read_committed, read_results
+from membench_gate.commands.compare import read_committed, read_results
 from membench_gate.config import Config, load_config
-from membench_gate.errors import GateError, describe
+from membench_gate.errors import ExitCode, GateError, describe
 from membench_gate.files import write_atomic
 from membench_gate.gate.justify import check_justification
 from membench_gate.gate.rules import HARD_KINDS, breach_keys, decide, floors_of
@@ -99,7 +100,8 @@ def bless(config_path: Path, context: Context, *, justification: str | None = No
         print(verdict_summary(probe, results, base.baseline))
         raise GateError(f"bless refused: {hard[0]} is a zero-gated invariant or floor breach, "
                         "which no justification can bless" +
-                        (f" (and {len(hard) - 1} more)" if len(hard) > 1 else ""), exit_code=1)
+                        (f" (and {len(hard) - 1} more)" if len(hard) > 1 else ""),
+                        exit_code=ExitCode.REGRESSION)
     keys = breach_keys(probe)
     text = justification
     if text is None and committed is not None and committed.justification is not None \
@@ -107,7 +109,7 @@ def bless(config_path: Path, context: Context, *, justification: str | None = No
         text = committed.justification.text  # re-running bless keeps the recorded reason
     if text is not None and DRAFT_REASON in text:
         raise GateError(f"bless refused: replace {DRAFT_REASON} in the justification with the "
-                        "reason for these changes", exit_code=1)
+                        "reason for these changes", exit_code=ExitCode.REGRESSION)
     recorded = None
     if keys:
         base_text = base.baseline.justification.text \
@@ -117,14 +119,15 @@ def bless(config_path: Path, context: Context, *, justification: str | None = No
             why = "--justification is required" if text is None else \
                 f"the justification was rejected ({outcome.failed})"
             raise GateError(f"bless refused: {why}; it must explain these breaches against the "
-                            f"base baseline: {_listed(keys)}", exit_code=1)
+                            f"base baseline: {_listed(keys)}",
+                            exit_code=ExitCode.REGRESSION)
         recorded = Justification(text=" ".join(text.split()), breaches=keys)
     elif text is not None:
         recorded = Justification(text=" ".join(text.split()), breaches=[])
     write_atomic(config.baseline_path, dumps_baseline(results.to_baseline(recorded)))
     print(f"baseline written to {config.baseline} ({len(results.cells)} cells); "
           + _compared(base, keys))
-    return 0
+    return ExitCode.PASS
 
 
 def _compared(base: BaseSide, keys: list[str]) -> str:
@@ -137,3 +140,11 @@ def _compared(base: BaseSide, keys: list[str]) -> str:
     if not keys:
         return f"no breaches against {where}"
     return f"{len(keys)} breach{'es' if len(keys) != 1 else ''} against {where}, justified"
+
+
+def cmd_bless(args: argparse.Namespace) -> int:
+    from membench_gate.adapter import seal
+
+    seal.establish(required=args.seal)  # before any adapter starts (docs/gate.md, "Sealed")
+    return bless(args.config, Context.from_env(), justification=args.justification,
+                 base_ref=args.base_ref, results_path=args.results)

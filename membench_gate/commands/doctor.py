@@ -8,6 +8,7 @@ message, and the next check starts a fresh process.
 
 from __future__ import annotations
 
+import argparse
 import itertools
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -17,7 +18,7 @@ from membench_gate import budget
 from membench_gate.adapter import rpc
 from membench_gate.adapter.types import Answer, Query, Record
 from membench_gate.config import Config
-from membench_gate.errors import GateError, visible
+from membench_gate.errors import ExitCode, GateError, visible
 
 SUITE = "doctor"
 
@@ -309,4 +310,12 @@ def doctor(config: Config) -> int:
     """``membench-gate doctor``: exit 0 when the adapter conforms, 1 otherwise."""
     checks, latencies, name = diagnose(config)
     print(render(config, checks, latencies, name))
-    return 1 if any(c.ok is False for c in checks) else 0
+    return ExitCode.REGRESSION if any(c.ok is False for c in checks) else ExitCode.PASS
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from membench_gate.adapter import seal
+    from membench_gate.config import load_config
+
+    seal.establish(required=args.seal)  # before any adapter starts (docs/gate.md, "Sealed")
+    return doctor(load_config(args.config))

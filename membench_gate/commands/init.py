@@ -10,11 +10,12 @@ never overwritten.
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
-from membench_gate.errors import GateError
+from membench_gate.errors import ExitCode, GateError
 from membench_gate.files import data_dir, write_atomic
 
 WORKFLOW = Path(".github/workflows/membench-gate.yml")
@@ -56,4 +57,8 @@ def init(config_path: Path, *, command: bool = False) -> int:
           f"  membench-gate check{config}      # the gate, as a pull request will run it\n"
           f"then replace the toy store in {root / ADAPTER} with your memory system and bless "
           "again.")
-    return 0
+    return ExitCode.PASS
+
+
+def cmd_init(args: argparse.Namespace) -> int:
+    return init(args.config, command=args.rpc)

@@ -8,6 +8,7 @@ at the base commit (baselines keep failed ids, not hits, so the base side is pas
 
 from __future__ import annotations
 
+import argparse
 import json
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -16,7 +17,7 @@ from typing import Any
 from rapidfuzz import process
 
 from membench_gate.config import Config, load_config
-from membench_gate.errors import GateError, visible
+from membench_gate.errors import ExitCode, GateError, visible
 from membench_gate.files import read_file
 from membench_gate.model.canonical import round4
 from membench_gate.model.results import Results, parse_results
@@ -162,9 +163,17 @@ def show(target: str, *, config_path: Path, results_path: Path | None = None,
         # A results file on its own (an artifact from CI): no config, so no base to read.
         results = parse_results(read_file(results_path), str(results_path))
         print(render_item(results, cell, item, None))
-        return 0
+        return ExitCode.PASS
     config = load_config(config_path)
     base = base_outcome(config, base_ref, cell, item)  # read before the adapter starts
     results = _results(config, results_path, cell)
     print(render_item(results, cell, item, base))
-    return 0
+    return ExitCode.PASS
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    from membench_gate.adapter import seal
+
+    seal.establish(required=args.seal)  # before any adapter starts (docs/gate.md, "Sealed")
+    return show(args.target, config_path=args.config, results_path=args.results,
+                base_ref=args.base_ref)

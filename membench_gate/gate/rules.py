@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from membench_gate.errors import ExitCode
 from membench_gate.model import metrics
 from membench_gate.model.canonical import round4
 from membench_gate.model.results import Baseline, Cell
@@ -38,7 +39,9 @@ UNBANKED = ("the justification blesses these breaches, but the committed baselin
             "numbers: merged as it is, every later pull request meets the same breaches, and a "
             "copy of this justification cannot bless them (near-copies of the base's are refused); "
             "membench-gate bless commits this run's numbers with the justification")
-EXIT_CODES = {"pass": 0, "regression": 1, "bless-required": 2, "inconclusive": 3, "error": 4}
+EXIT_CODES = {"pass": ExitCode.PASS, "regression": ExitCode.REGRESSION,
+              "bless-required": ExitCode.BLESS_REQUIRED, "inconclusive": ExitCode.INCONCLUSIVE,
+              "error": ExitCode.ERROR}
 HARD_KINDS = ("zero", "floor")
 EMPTY_CELLS: Mapping[str, Cell] = {}
 

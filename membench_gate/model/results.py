@@ -20,7 +20,7 @@ from pydantic import (
     model_validator,
 )
 
-from membench_gate.errors import GateError
+from membench_gate.errors import ExitCode, GateError
 from membench_gate.files import MAX_MAGNITUDE, check_numbers, load_json_writable
 from membench_gate.model.canonical import canonical_dumps, normalize, round4
 
@@ -189,7 +189,7 @@ class UnknownSchemaVersion(GateError):
         super().__init__(
             f"{label}: schema_version {version!r} is not known to this version "
             f"(expected {SCHEMA_VERSION})",
-            exit_code=3,
+            exit_code=ExitCode.INCONCLUSIVE,
         )
 
 

@@ -22,6 +22,8 @@ from pydantic import BaseModel, ConfigDict, Field, GetCoreSchemaHandler, GetJson
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema, core_schema
 
+from membench_gate.errors import ExitCode, describe, exit_code_of
+
 VerdictName = Literal["pass", "regression", "bless-required", "inconclusive", "error"]
 Mode = Literal["same-hash", "corpus-bless", "bootstrap"]
 BreachKind = Literal["zero", "floor", "cell-missing", "gold-total", "newly-failed", "item-removed",
@@ -298,3 +300,13 @@ class Verdict(_Model):
     # Whether the pull request's code ran sealed (docs/action.md, "Trust boundary"); None when
     # the file was not written by a check (an error outside one).
     isolation: Literal["sealed", "unsealed"] | None = None
+
+
+def error_verdict(exc: BaseException, config: str | None,
+                  isolation: Literal["sealed", "unsealed"] | None) -> Verdict:
+    """The verdict of a command that could not compare: ERROR, or INCONCLUSIVE (exit 3) — what
+    every output file of a failed command is replaced by (``config``: its ``--config``)."""
+    code = exit_code_of(exc)
+    name = "inconclusive" if code == ExitCode.INCONCLUSIVE else "error"
+    return Verdict(verdict=name, exit_code=code, mode=None, notes=[describe(exc)], config=config,
+                   isolation=isolation)

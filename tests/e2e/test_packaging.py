@@ -59,7 +59,8 @@ def test_wheel_ships_fixtures_templates_and_entry_point(wheel: Path) -> None:
                if n.startswith("membench_gate/_data/fixtures/")}
     in_repo = {p.relative_to(REPO).as_posix() for p in (REPO / "fixtures").rglob("*.json")}
     assert shipped == in_repo
-    assert "membench_gate/suites/veto.py" in names
+    assert "membench_gate/suites/veto/scoring.py" in names
+    assert "membench_gate/schemas/results.schema.json" in names
     assert not any(n.startswith("tests/") for n in names)
     assert "membench-gate = membench_gate.cli:console" in entry_points
 

@@ -31,15 +31,6 @@ RANKS = {
     "__init__": 11, "__main__": 11, "host": 11, "action": 11,
 }
 
-# The upward imports the code still has while the layout of DESIGN §3 is completed, each to be removed:
-# the test fails when one appears that is not listed, and when a listed one is gone (then delete its
-# line here). The set ends empty.
-KNOWN = {
-    ("membench_gate.ci.action", "membench_gate.cli.main"),
-    ("membench_gate.ci.action", "membench_gate.commands.check"),
-}
-
-
 @dataclass(frozen=True)
 class Violation:
     module: str
@@ -113,11 +104,8 @@ def violations(root: Path) -> list[Violation]:
 
 
 def test_no_import_points_up() -> None:
-    found = violations(REPO / "membench_gate")
-    new = [str(v) for v in found if (v.module, v.imported) not in KNOWN]
-    gone = KNOWN - {(v.module, v.imported) for v in found}
-    assert not new, "upward imports:\n" + "\n".join(new)
-    assert not gone, f"fixed, so remove from KNOWN: {sorted(gone)}"
+    found = [str(v) for v in violations(REPO / "membench_gate")]
+    assert not found, "upward imports:\n" + "\n".join(found)
 
 
 def write_tree(root: Path, files: dict[str, str]) -> Path:

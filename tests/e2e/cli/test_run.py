@@ -347,7 +347,7 @@ def test_help_is_laid_out_as_argparse_lays_it_out(columns: str | None) -> None:
     import argparse
     import shutil
 
-    from membench_gate.cli import main as cli
+    from membench_gate.cli import parser as cli
 
     env = {} if columns is None else {"COLUMNS": columns}
     with pytest.MonkeyPatch.context() as patch:

@@ -355,14 +355,24 @@ def test_the_adapter_process_really_gets_that_environment(tmp_path: Path) -> Non
         "        open('env.json', 'w').write(json.dumps(dict(os.environ)))\n")
     (tmp_path / "membench.toml").write_text('[adapter]\npython = "envdump:Dump"\n' + ABSTENTION)
     env = {**os.environ, "GITHUB_TOKEN": "ghs_secret", "GITHUB_OUTPUT": str(tmp_path / "out")}
-    env.pop("CI", None)
-    env.pop("GITHUB_ACTIONS", None)
-    done = subprocess.run([sys.executable, "-m", "membench_gate", "run"], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=120, check=False)
-    assert done.returncode == 0, done.stderr
-    seen = json.loads((tmp_path / "env.json").read_text())
+    for name in ("CI", "GITHUB_ACTIONS", "PYDANTIC_DISABLE_PLUGINS", "MEMBENCH_GATE_ONLY"):
+        env.pop(name, None)
+
+    def seen_by_the_adapter(env: dict[str, str]) -> dict[str, str]:
+        done = subprocess.run([sys.executable, "-m", "membench_gate", "run"], cwd=tmp_path,
+                              env=env, capture_output=True, text=True, timeout=120, check=False)
+        assert done.returncode == 0, done.stderr
+        seen: dict[str, str] = json.loads((tmp_path / "env.json").read_text())
+        return seen
+
+    seen = seen_by_the_adapter(env)
     assert "GITHUB_TOKEN" not in seen and "GITHUB_OUTPUT" not in seen
     assert seen["PATH"] == env["PATH"]
+    # The gate switches pydantic's plugins off for itself alone: the system under test keeps its
+    # own; a switch the user set reaches the adapter as the user set it.
+    assert "PYDANTIC_DISABLE_PLUGINS" not in seen and "MEMBENCH_GATE_ONLY" not in seen
+    seen = seen_by_the_adapter({**env, "PYDANTIC_DISABLE_PLUGINS": "1"})
+    assert seen["PYDANTIC_DISABLE_PLUGINS"] == "1" and "MEMBENCH_GATE_ONLY" not in seen
 
 
 @pytest.mark.slow

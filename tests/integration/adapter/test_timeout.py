@@ -180,7 +180,7 @@ import os
 import signal
 import sys
 
-from membench_gate.commands import check
+from membench_gate.commands import outputs as check
 from membench_gate.cli import main as cli
 from membench_gate.adapter import rpc
 
