@@ -392,5 +392,7 @@ def attack_files(findings: str) -> dict[str, str]:
         "src/membench_gate/__main__.py": IMPOSTOR_GATE,
         "src/membench_gate/action.py": IMPOSTOR_GATE,
         "src/membench_gate/cli.py": IMPOSTOR_GATE,
-        "src/membench_gate/seal.py": IMPOSTOR_GATE,
+        # What the action's install step runs (python -I -m membench_gate.ci.sandbox prepare).
+        "src/membench_gate/ci/__init__.py": "",
+        "src/membench_gate/ci/sandbox.py": IMPOSTOR_GATE,
     }
