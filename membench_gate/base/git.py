@@ -70,7 +70,20 @@ _OBJECT_HEADER = re.compile(rb"([0-9a-f]{40,64}) ([a-z]+) ([0-9]+)\n")
 _REGULAR_MODES = (b"100644", b"100755")
 _TREE_MODE, _LINK_MODE = b"40000", b"120000"
 _PR_EVENTS = ("pull_request", "pull_request_target")
+# Object questions written to `git cat-file --batch` before its answers are read: 64 names
+# (~100 bytes each) stay well under a pipe's 64 KiB, so writing never waits on unread answers.
+_BATCH = 64
 _Failure = Callable[[str | None], GateError]  # the error for a failed fetch, given git's reason
+
+
+class Version(NamedTuple):
+    """A commit that changed a file, and the file's bytes at that commit (None: it deleted the
+    file there). ``date`` is the commit date as git records it (ISO 8601, the committer's
+    offset): a history says when a baseline landed, not when it was read."""
+
+    sha: str
+    date: str
+    data: bytes | None
 
 
 class BaseCommit(NamedTuple):
@@ -119,6 +132,13 @@ def resolve_base(repo: Path, base_ref: str | None = None, context: Context | Non
     """Find the base commit of this run (see :meth:`Repo.resolve_base`)."""
     with open_repo(repo) as r:
         return r.resolve_base(base_ref, context, tried)
+
+
+def file_history(repo: Path, sha: str, path: str, *, limit: int | None = None,
+                 since: str | None = None) -> list[Version]:
+    """The versions of ``path`` on the branch up to ``sha`` (see :meth:`Repo.file_history`)."""
+    with open_repo(repo) as r:
+        return r.file_history(sha, path, limit=limit, since=since)
 
 
 def read_file_at(repo: Path, sha: str, path: str) -> bytes | None:
@@ -318,6 +338,36 @@ class Repo:
         if blob is None:
             raise GateError(f"{rel} at commit {sha}: object {oid} is missing")
         return blob[2]
+
+    def file_history(self, sha: str, path: str, *, limit: int | None = None,
+                     since: str | None = None) -> list[Version]:
+        """The commits that changed the repo-relative ``path`` on the branch whose tip is
+        ``sha``, oldest first, each with the file's bytes there: at most the ``limit`` newest,
+        and with ``since`` (a revision) only those after it (``since..sha``, as git reads it).
+
+        The branch is walked by first parents: what the branch itself held, commit by commit (a
+        pull request merged in shows as its merge commit, dated when it landed). One ``git log``
+        lists the commits and the object process reads every version, asked in batches.
+        Raises ``GateError`` when ``since`` names no commit or git fails.
+        """
+        rel = _repo_relative(path)
+        sha = self.ensure_commit(sha)
+        args = ["log", "--first-parent", "--no-show-signature", "--format=%H %cI"]
+        if limit is not None:
+            args.append(f"--max-count={limit}")
+        args.append(sha)
+        if since is not None:
+            start = self.rev(since)
+            if start is None:
+                raise GateError(f"--since '{since}' does not name a commit in {self.root}")
+            args.append(f"^{start}")
+        done = _git(self.root, *args, "--", rel)
+        if done.returncode != 0:
+            raise GateError(f"`git log` of {rel} failed in {self.root}: {_stderr_line(done)}")
+        commits = [line.split(" ", 1) for line in reversed(done.stdout.splitlines())]
+        blobs = self._objects([f"{commit}:{rel}" for commit, _ in commits])
+        return [Version(commit, date, blob[2] if blob is not None and blob[1] == "blob" else None)
+                for (commit, date), blob in zip(commits, blobs, strict=True)]
 
     def read_tree(self, sha: str, path: str) -> dict[str, bytes]:
         """Every file under the repo-relative folder ``path`` at commit ``sha``, by its path
@@ -687,14 +737,33 @@ class Repo:
 
     def _object(self, name: str) -> tuple[str, str, bytes] | None:
         """(oid, type, content) of the object ``name`` names, or None when it names none."""
-        if "\n" in name:
-            return None
-        if self._batch is None:
-            self._batch = _batch(self.root)
-        stdin, stdout = cast(IO[bytes], self._batch.stdin), cast(IO[bytes], self._batch.stdout)
+        return self._objects([name])[0]
+
+    def _objects(self, names: list[str]) -> list[tuple[str, str, bytes] | None]:
+        """:meth:`_object` of each of ``names``, asked in batches: the questions of a batch are
+        written at once and the answers read after, without a round trip each. A batch is
+        small enough that its questions fit the pipe while git is busy answering."""
+        found: list[tuple[str, str, bytes] | None] = []
+        for at in range(0, len(names), _BATCH):
+            batch = names[at:at + _BATCH]
+            asked = [name for name in batch if "\n" not in name]
+            if self._batch is None:
+                self._batch = _batch(self.root)
+            stdin = cast(IO[bytes], self._batch.stdin)
+            stdout = cast(IO[bytes], self._batch.stdout)
+            try:
+                stdin.write(b"".join(name.encode("utf-8", "surrogateescape") + b"\n"
+                                     for name in asked))
+                stdin.flush()
+            except OSError:
+                raise GateError(f"`git cat-file --batch` ended early in {self.root}") from None
+            for name in batch:
+                found.append(self._answer(stdout) if "\n" not in name else None)
+        return found
+
+    def _answer(self, stdout: IO[bytes]) -> tuple[str, str, bytes] | None:
+        """The object process's next answer."""
         try:
-            stdin.write(name.encode("utf-8", "surrogateescape") + b"\n")
-            stdin.flush()
             line = stdout.readline()
         except OSError:
             line = b""

@@ -27,7 +27,7 @@ from membench_gate.model.results import Baseline, UnknownSchemaVersion, parse_ba
 from membench_gate.model.verdict import BaseInfo, Breach
 
 if TYPE_CHECKING:
-    from membench_gate.base.git import Context, Repo, Started
+    from membench_gate.base.git import Context, Repo, Started, Version
 
 MOVED_KEY = "gate:baseline-moved"
 
@@ -50,6 +50,9 @@ class BaseSide:
     breaches: list[Breach] = field(default_factory=list)
     data: bytes | None = None  # the baseline's bytes at the base commit, when it has one
     config_rel: str | None = None  # the base's config, repository-relative, when it has one
+    # The last versions of the base's baseline file on the base branch, oldest first (asked
+    # for with ``history``): what the report charts the run against.
+    history: list[Version] = field(default_factory=list)
 
 
 def config_relpath(root: Path, config_arg: Path) -> str:
@@ -109,13 +112,16 @@ def _base_gate(text: str, label: str) -> tuple[str | None, dict[str, float]]:
 
 
 def read_base(config: Config, base_ref: str | None, context: Context | None = None,
-              config_arg: Path | None = None, git: Started | None = None) -> BaseSide:
+              config_arg: Path | None = None, git: Started | None = None,
+              history: int = 0) -> BaseSide:
     """Resolve the base commit and read its config, baseline and floors — never the PR's.
 
     ``context`` says whether this is CI and which event the run serves (default: a local run,
     no event). ``config_arg`` is the config path as the user gave it (``--config``); it defaults
     to the config's own path; ``git`` are the repository's git processes when they were started
-    ahead for its folder. Raises ``GateError`` in CI when no base commit can be found (with
+    ahead for its folder; ``history`` how many of the last versions of the base's baseline on
+    the base branch to read too (none by default). Raises ``GateError`` in CI when no base
+    commit can be found (with
     what was tried), and for a base whose config or baseline cannot be read.
     """
     from membench_gate.base import git as gitbase
@@ -153,11 +159,14 @@ def read_base(config: Config, base_ref: str | None, context: Context | None = No
             base_baseline = beside(base_config, relative or config.baseline,
                                    f"{label}: gate.baseline")
         data = repo.read_file(base.sha, base_baseline)
+        versions = repo.file_history(base.sha, base_baseline, limit=history) \
+            if history and data is not None else []
     # Made without validating: git gave the sha (40 or 64 hex digits, read by pattern) and the
     # lookup the ref and how, so the validator would only be built to agree.
     info = BaseInfo.model_construct(ref=base.ref, sha=base.sha, how=base.how)
     side = BaseSide(info, None, floors, has_config=config_bytes is not None, data=data,
-                    config_rel=base_config if config_bytes is not None else None)
+                    config_rel=base_config if config_bytes is not None else None,
+                    history=versions)
     if data is None:
         return side
     try:

@@ -163,5 +163,15 @@ MUTANT = option("--mutant", action="append", default=[], metavar="NAME",
 
 METRIC = option("metric", nargs="?", help="one metric (default: all)")
 
+# -- history --------------------------------------------------------------------------------------
+
+METRICS = option("--metric", dest="metrics", action="append", default=[], metavar="CELL:METRIC",
+                 help="only this metric, e.g. veto/files_known:veto_recall_at_k (repeatable; "
+                      "default: every gated metric)")
+SINCE = option("--since", metavar="REV",
+               help="only the baselines blessed after commit REV (REV..base, as git log reads it)")
+HTML = option("--html", type=Path, metavar="FILE",
+              help="also write a self-contained HTML page with a chart per metric")
+
 # What every command that runs the adapter takes, in this order.
 ADAPTER_RUN = (CONFIG, DEBUG, BUDGET_MINUTES, SEAL)

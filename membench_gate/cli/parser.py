@@ -83,6 +83,12 @@ COMMANDS: dict[str, Command] = {
                                                  "of the adapter", (
         *o.ADAPTER_RUN, o.SELFTEST_JSON, o.MUTANT)),
     "explain": Command("explain:cmd_explain", "the metric glossary", (o.METRIC, o.DEBUG.hidden())),
+    "history": Command("history:cmd_history", "gated metrics across the blessed baselines in "
+                                              "git (table; HTML charts)", (
+        o.CONFIG, o.DEBUG, o.METRICS, o.SINCE, o.HTML),
+        description="The gated metrics of every baseline blessed on the base branch (each a "
+                    "commit that changed [gate] baseline), read with git: a table per metric, "
+                    "and with --html a page with a chart per metric."),
 }
 
 

@@ -31,6 +31,7 @@ from membench_gate.model.results import (
     parse_results,
 )
 from membench_gate.model.verdict import Verdict
+from membench_gate.report.history import COMMENT_HISTORY, Blessed, blessed
 from membench_gate.report.summary import verdict_summary
 from membench_gate.run.measure import measurement_hash
 
@@ -98,7 +99,8 @@ def read_inputs(config: Config, context: Context, config_path: Path, base_ref: s
     committed baseline, and the fixtures or the results file — all before an adapter starts."""
     from membench_gate.run.invariants import measured_by, measured_in, prepare
 
-    base = read_base(config, base_ref, context, config_arg=config_path, git=git)
+    base = read_base(config, base_ref, context, config_arg=config_path, git=git,
+                     history=COMMENT_HISTORY)
     committed = read_committed(config, base)
     fixtures = results = None
     reasons: list[str] = []
@@ -216,7 +218,8 @@ def check(config_path: Path, context: Context, *, base_ref: str | None = None,
             if outputs.out is not None and results is None:
                 write_atomic(outputs.out, dumps_results(actual))
             verdict = _compare(config, context, config_path, actual, inputs, allow_regression)
-            write_outputs(outputs, verdict, actual, inputs.base.baseline)
+            write_outputs(outputs, verdict, actual, inputs.base.baseline,
+                          base_history(inputs.base))
             print(verdict_summary(verdict, actual, inputs.base.baseline))
             return verdict.exit_code
     finally:
@@ -250,8 +253,14 @@ def _compare(config: Config, context: Context, config_path: Path, actual: Result
     return verdict
 
 
-def write_outputs(outputs: Outputs, verdict: Verdict, results: Results, base: Baseline | None
-                  ) -> None:
+def base_history(base: BaseSide) -> list[Blessed]:
+    """The base branch's last blessed baselines, for the report's chart: a version that is no
+    baseline is left out of a chart (``history`` names it)."""
+    return blessed(base.history, "the baseline")[0]
+
+
+def write_outputs(outputs: Outputs, verdict: Verdict, results: Results, base: Baseline | None,
+                  history: list[Blessed] | None = None) -> None:
     if outputs.json is not None:
         write_atomic(outputs.json, canonical_dumps(verdict.model_dump(mode="json")))
     if outputs.base_out is not None:
@@ -262,4 +271,5 @@ def write_outputs(outputs: Outputs, verdict: Verdict, results: Results, base: Ba
     if outputs.report is not None:
         from membench_gate.report.render import render
 
-        write_atomic(outputs.report, render(verdict, results, base, limit=None))
+        write_atomic(outputs.report, render(verdict, results, base, limit=None,
+                                            history=history or ()))

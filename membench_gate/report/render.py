@@ -17,7 +17,7 @@ from __future__ import annotations
 import functools
 import itertools
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +31,7 @@ from membench_gate.model.canonical import round4
 from membench_gate.model.results import Baseline, Results
 from membench_gate.model.verdict import Breach, Breaches, ItemBreaches, Verdict
 from membench_gate.report import findings
+from membench_gate.report import history as blessed_history
 from membench_gate.report.summary import metric_text
 
 COMMENT_LIMIT = 60_000
@@ -332,7 +333,8 @@ def _nothing_measured() -> Results:
 
 
 def context(verdict: Verdict, results: Results | None, base: Baseline | None, *, level: str,
-            full_report: str | None = None) -> dict[str, Any]:
+            full_report: str | None = None,
+            history: Sequence[blessed_history.Blessed] = ()) -> dict[str, Any]:
     """Everything the template shows, as plain data; ``level`` says which sections to keep."""
     check = verdict.justification_check
     ran = results is not None
@@ -381,6 +383,9 @@ def context(verdict: Verdict, results: Results | None, base: Baseline | None, *,
         if short else 0,
         "controls": _controls(cells),
         "net": _net_chart(results, base) if not short else None,
+        "history": {"count": len(history), "colour": blessed_history.LINE_COLOUR,
+                    "charts": blessed_history.moved_charts(history, results, base)}
+        if not short else None,
         "stories": _stories(verdict, results, base, level) if level != "minimal" else None,
         "gains": gains,
         "fixed": _id_groups(verdict.fixed, level) if level != "minimal" else [],
@@ -435,8 +440,11 @@ def _escaping_keeps(text: str) -> bool:
 
 
 def render(verdict: Verdict, results: Results | None, base: Baseline | None, *,
-           limit: int | None = SUMMARY_LIMIT, full_report: str | None = None) -> str:
-    """The scoreboard Markdown; with a ``limit`` (UTF-8 bytes), cut by whole sections to fit."""
+           limit: int | None = SUMMARY_LIMIT, full_report: str | None = None,
+           history: Sequence[blessed_history.Blessed] = ()) -> str:
+    """The scoreboard Markdown; with a ``limit`` (UTF-8 bytes), cut by whole sections to fit.
+    ``history`` are the last blessed baselines of the base branch, oldest first (read with git
+    by ``check``): the metrics this run moves are charted across them."""
     template = _environment().get_template("scoreboard.md.j2")
     text = ""
     for level in _LEVELS:
@@ -445,7 +453,7 @@ def render(verdict: Verdict, results: Results | None, base: Baseline | None, *,
                 and _least_bytes(verdict, level, limit) > limit:
             continue
         text = template.render(**context(verdict, results, base, level=level,
-                                         full_report=full_report))
+                                         full_report=full_report, history=history))
         if limit is None or len(text.encode("utf-8")) <= limit:
             return text
     # Even the minimal scoreboard is too big (only absurd limits): keep whole lines that fit.

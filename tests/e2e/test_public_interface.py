@@ -25,7 +25,7 @@ from tests.support.paths import REPO, TESTS
 SNAPSHOTS = TESTS / "e2e" / "snapshots" / "help"
 UPDATE = "MEMBENCH_UPDATE_SNAPSHOTS"
 COMMANDS = ["run", "merge", "check", "bless", "show", "comment", "explain", "init", "doctor",
-            "selftest", "import"]
+            "selftest", "import", "history"]
 
 # Python 3.13 changed how argparse lays out an option with a value ("-o, --out FILE"): the snapshots
 # are the layout of 3.10 to 3.12.
