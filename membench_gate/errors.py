@@ -110,6 +110,23 @@ def visible(text: str) -> str:
                    for char in text)
 
 
+# Terminal escape sequences: CSI (colours, cursor moves: ESC [ … final byte, or the one-byte
+# 0x9b) and OSC (titles, links, clipboard: ESC ] … ended by BEL or ST, or running to the end of a
+# line cut short).
+_ANSI = r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]|(?:\x1b\]|\x9d)[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c|$)"
+
+
+def without_ansi(text: str) -> str:
+    """``text`` without its terminal escape sequences (CSI, OSC): an adapter that logs in colour
+    reads as its words in an error, not as ``\\x1b[32m``. Anything else that acts is left for
+    :func:`visible` to show."""
+    if "\x1b" not in text and "\x9b" not in text and "\x9d" not in text:
+        return text
+    import re  # only when there is a sequence to take out (re caches the compiled pattern)
+
+    return re.sub(_ANSI, "", text)
+
+
 def _escape(char: str) -> str:
     code = ord(char)
     return f"\\x{code:02x}" if code < 0x100 else \

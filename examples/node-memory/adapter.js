@@ -101,7 +101,10 @@ lines.on("line", (line) => {
     reply = { jsonrpc: "2.0", id: request.id, result: method(request.params) };
   } catch (err) {
     console.error(err.stack);
-    reply = { jsonrpc: "2.0", id: request.id, error: { code: err.code || -32000, message: String(err.message) } };
+    const error = { code: err.code || -32000, message: String(err.message) };
+    // An exception of this code: `data` names it, so the gate reports it as the adapter's own.
+    if (!err.code) error.data = { exception: { type: err.name, message: String(err.message) }, function: request.method };
+    reply = { jsonrpc: "2.0", id: request.id, error };
   }
   process.stdout.write(JSON.stringify(reply) + "\n");
 });

@@ -7,7 +7,10 @@ method, so Python adapters never see JSON. stdout carries the protocol only: any
 prints goes to stderr, which the gate keeps for its error messages.
 
 Any exception of the adapter — ``SystemExit`` and other ``BaseException`` included — becomes an
-``error`` response naming it; the gate then stops the process.
+``error`` response whose ``data`` names it (``{"exception": {"type", "message"}, "function",
+"traceback"}``, docs/adapters.md), so the gate reports it as the adapter's own; the gate then stops
+the process. A request the host cannot read is refused as the gate's (``invalid params``). On
+``shutdown`` or the end of input the host calls the adapter's ``close()``, if it has one, once.
 """
 
 from __future__ import annotations
@@ -61,14 +64,56 @@ from membench_gate.adapter.types import (  # noqa: E402
 class _Refused(Exception):
     """A request the host answers with an error response."""
 
-    def __init__(self, code: int, message: str) -> None:
+    def __init__(self, code: int, message: str, data: dict[str, Any] | None = None) -> None:
         super().__init__(message)
         self.code = code
+        self.data = data
+
+
+class _Raised(Exception):
+    """The adapter's own code raised ``error`` in ``function``: the error response says so in its
+    ``data``, so the gate reports it as the adapter's, not as a fault of the request."""
+
+    def __init__(self, function: str, error: BaseException) -> None:
+        super().__init__(function)
+        self.function = function
+        self.error = error
+
+
+SERVER_ERROR = -32000  # JSON-RPC's "server error": the adapter's own failure
+INVALID_PARAMS = -32602  # the request itself is not what the protocol says
+TRACEBACK_LINES = 40
+
+
+def _text(exc: BaseException) -> str:
+    return " ".join(str(exc).split())[:300]
 
 
 def _describe(exc: BaseException) -> str:
-    text = " ".join(str(exc).split())[:300]
+    text = _text(exc)
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _traceback(exc: BaseException) -> list[str]:
+    """Where ``exc`` was raised, for the gate's ``--debug``: the host's own frame left out, so the
+    first frame shown is the adapter's."""
+    import traceback
+
+    tb = exc.__traceback__.tb_next if exc.__traceback__ is not None else None
+    lines = "".join(traceback.format_exception(type(exc), exc, tb)).splitlines()
+    return [line[:300] for line in lines[-TRACEBACK_LINES:]]
+
+
+def _exception_data(function: str, exc: BaseException) -> dict[str, Any]:
+    """The ``data`` of an error response for an exception of the adapter's code
+    (docs/adapters.md, "Errors"): its type and message for the gate's one line, the adapter's
+    function that raised it, and its traceback."""
+    return {"exception": {"type": type(exc).__name__, "message": _text(exc)},
+            "function": function, "traceback": _traceback(exc)}
+
+
+def _interpreter() -> str:
+    return sys.executable or "an unnamed interpreter"
 
 
 def _suggest(name: str, choices: list[str]) -> str:
@@ -84,49 +129,61 @@ def build(target: str, options: dict[str, Any]) -> Any:
     """Import ``module:attr`` and call it with ``options``; a one-line reason when that fails."""
     module_name, sep, attr = target.partition(":")
     if not sep or not module_name or not attr:
-        raise _Refused(-32000, f"adapter.python: {target!r} is not of the form 'module:attr'")
+        raise _Refused(SERVER_ERROR, f"adapter.python: {target!r} is not of the form 'module:attr'")
     try:
         module = importlib.import_module(module_name)
     except BaseException as exc:  # user code: an import may raise anything, SystemExit included
-        raise _Refused(-32000, f"adapter.python: cannot import module {module_name!r}: "
-                       f"{_describe(exc)}") from exc
+        # Which interpreter looked for it: a module installed in another environment is the
+        # usual cause, and the path says which environment that was.
+        hint = " (is it installed for that interpreter?)" \
+            if isinstance(exc, ImportError) else ""
+        raise _Refused(SERVER_ERROR, f"adapter.python: cannot import module {module_name!r} "
+                       f"with {_interpreter()}: {_describe(exc)}{hint}",
+                       {"traceback": _traceback(exc)}) from exc
     obj: Any = module
     for part in attr.split("."):
         if not hasattr(obj, part):
             names = [n for n in dir(obj) if not n.startswith("_")]
-            raise _Refused(-32000, f"adapter.python: {module_name!r} has no attribute "
+            raise _Refused(SERVER_ERROR, f"adapter.python: {module_name!r} has no attribute "
                            f"{attr!r}{_suggest(part, names)}")
         obj = getattr(obj, part)
     if not callable(obj):
-        raise _Refused(-32000, f"adapter.python: {target!r} is not a class or factory")
+        raise _Refused(SERVER_ERROR, f"adapter.python: {target!r} is not a class or factory")
     try:
         adapter = obj(**options)
     except BaseException as exc:
-        raise _Refused(-32000, f"adapter: {target}(**options) failed: {_describe(exc)}") from exc
+        raise _Raised(attr.rpartition(".")[2], exc) from exc
     for verb in ("reset", "ingest", "search"):
         if not callable(getattr(adapter, verb, None)):
-            raise _Refused(-32000, f"adapter: {target} has no {verb}() method")
+            raise _Refused(SERVER_ERROR, f"adapter: {target} has no {verb}() method "
+                           "(docs/adapters.md: reset, ingest and search are required)")
     return adapter
 
 
 class Host:
-    """Dispatches requests to one adapter object."""
+    """Dispatches requests to one adapter object.
+
+    Each handler reads its params (a failure there is the request's: ``invalid params``), calls
+    the adapter (a failure there is the adapter's own: :class:`_Raised`), and turns what it
+    returned into the wire form (a failure there breaks the contract of docs/adapters.md)."""
 
     def __init__(self, target: str) -> None:
         self.target = target
         self.adapter: Any = None
+        self._closed = False
 
     def handle(self, method: str, params: dict[str, Any]) -> Any:
         if method == "initialize":
             options = params.get("options") or {}
             if not isinstance(options, dict):
-                raise _Refused(-32602, "initialize: options must be an object")
+                raise _Refused(INVALID_PARAMS, "initialize: options must be an object")
             self.adapter = build(self.target, options)
             return {"protocol": PROTOCOL_VERSION, "name": self.target, "capabilities": {
                 "push": callable(getattr(self.adapter, "push", None)),
                 "write": callable(getattr(self.adapter, "write", None)),
             }}
         if method == "shutdown":
+            self.close()
             return None
         if self.adapter is None:
             raise _Refused(-32002, f"{method} before initialize")
@@ -135,30 +192,62 @@ class Host:
             raise _Refused(-32601, f"unknown method {method!r}")
         return handler(params)
 
+    def close(self) -> None:
+        """The adapter's ``close()``, if it has one: once, after the last request."""
+        if self._closed or self.adapter is None:
+            return
+        self._closed = True
+        close = getattr(self.adapter, "close", None)
+        if callable(close):
+            _call("close", close)
+
     def _reset(self, params: dict[str, Any]) -> None:
-        self.adapter.reset()
+        _call("reset", self.adapter.reset)
 
     def _ingest(self, params: dict[str, Any]) -> None:
-        self.adapter.ingest([record_from_wire(r) for r in params["records"]])
+        records = _read("ingest", lambda: [record_from_wire(r) for r in params["records"]])
+        _call("ingest", self.adapter.ingest, records)
 
     def _search(self, params: dict[str, Any]) -> dict[str, Any]:
-        return _user(answer_to_wire, self.adapter.search(query_from_wire(params["query"])))
+        query = _read("search", lambda: query_from_wire(params["query"]))
+        return _returned("search", answer_to_wire, _call("search", self.adapter.search, query),
+                         "search(query) -> Answer")
 
     def _push(self, params: dict[str, Any]) -> dict[str, Any]:
-        ids = self.adapter.push(query_from_wire(params["query"]))
+        query = _read("push", lambda: query_from_wire(params["query"]))
+        ids = _call("push", self.adapter.push, query)
         if not isinstance(ids, (list, tuple)) or not all(isinstance(i, str) for i in ids):
-            raise _Refused(-32000, f"push did not return a list of ids (list[str]): {ids!r:.200}")
+            raise _Refused(SERVER_ERROR, f"push(): did not return a list of ids: {ids!r:.200} "
+                           "(docs/adapters.md: push(query) -> list[str])")
         return {"ids": list(ids)}
 
     def _write(self, params: dict[str, Any]) -> None:
-        self.adapter.write(session_from_wire(params["session"]))
+        session = _read("write", lambda: session_from_wire(params["session"]))
+        _call("write", self.adapter.write, session)
 
 
-def _user(encode: Callable[[Any], Any], value: Any) -> Any:
+def _read(method: str, decode: Callable[[], Any]) -> Any:
+    """The params of a request, decoded; refused as the request's fault when they are not what
+    the protocol says."""
+    try:
+        return decode()
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise _Refused(INVALID_PARAMS, f"{method}: bad params: {_describe(exc)}") from exc
+
+
+def _call(function: str, method: Callable[..., Any], *args: Any) -> Any:
+    """The adapter's own code: whatever it raises, ``SystemExit`` included, is its failure."""
+    try:
+        return method(*args)
+    except BaseException as exc:  # user code: reported, never re-raised
+        raise _Raised(function, exc) from exc
+
+
+def _returned(function: str, encode: Callable[[Any], Any], value: Any, rule: str) -> Any:
     try:
         return encode(value)
     except ValueError as exc:
-        raise _Refused(-32000, str(exc)) from exc
+        raise _Refused(SERVER_ERROR, f"{function}(): {exc} (docs/adapters.md: {rule})") from exc
 
 
 def requests_of(fd: int, poller: Poller | None = None) -> Iterator[bytes]:
@@ -184,7 +273,8 @@ def requests_of(fd: int, poller: Poller | None = None) -> Iterator[bytes]:
 
 
 def serve(target: str, requests: Iterable[bytes], responses: BinaryIO) -> int:
-    """Answer requests line by line until ``shutdown`` or the end of input."""
+    """Answer requests line by line until ``shutdown`` or the end of input; the adapter's
+    ``close()`` is called either way."""
     host = Host(target)
     for line in requests:
         try:
@@ -198,19 +288,37 @@ def serve(target: str, requests: Iterable[bytes], responses: BinaryIO) -> int:
         try:
             reply: dict[str, Any] = {"result": host.handle(method, params)}
         except _Refused as exc:
-            reply = {"error": {"code": exc.code, "message": str(exc)}}
-        except (KeyError, TypeError) as exc:
-            reply = {"error": {"code": -32602, "message": f"{method}: bad params: {_describe(exc)}"}}
-        except BaseException as exc:  # the adapter's own failure, SystemExit included
-            reply = {"error": {"code": -32000, "message": f"{method}: {_describe(exc)}"}}
+            reply = {"error": _error(exc.code, str(exc), exc.data)}
+        except _Raised as raised:
+            exc = raised.error
+            reply = {"error": _error(SERVER_ERROR, f"{raised.function}: {_describe(exc)}",
+                                     _exception_data(raised.function, exc))}
+        except BaseException as exc:  # a failure of the host itself: still one answer
+            reply = {"error": _error(SERVER_ERROR, f"{method}: {_describe(exc)}")}
         try:
             _send(responses, {"jsonrpc": "2.0", "id": ident, **reply})
         except ValueError as exc:  # a result JSON cannot carry (NaN, a non-string key, ...)
-            _send(responses, {"jsonrpc": "2.0", "id": ident,
-                              "error": {"code": -32000, "message": f"{method}: {_describe(exc)}"}})
+            _send(responses, {"jsonrpc": "2.0", "id": ident, "error": _error(
+                SERVER_ERROR, f"{method}() returned what JSON cannot carry: {_describe(exc)} "
+                "(docs/adapters.md: UTF-8 JSON)")})
         if method == "shutdown":
             return 0
+    _close_at_end(host)
     return 0
+
+
+def _error(code: int, message: str, data: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {"code": code, "message": message, **({"data": data} if data is not None else {})}
+
+
+def _close_at_end(host: Host) -> None:
+    """The input ended without ``shutdown``: no one reads an answer any more, so an exception of
+    ``close()`` is one line on stderr."""
+    try:
+        host.close()
+    except _Raised as raised:
+        print(f"membench_gate.host: adapter close() raised {_describe(raised.error)}",
+              file=sys.stderr)
 
 
 _encode = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode

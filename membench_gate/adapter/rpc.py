@@ -6,7 +6,10 @@ sends one request at a time and waits at most ``[adapter] timeout`` seconds for 
 budget (:mod:`membench_gate.budget`). Whatever the memory system does — crash, hang,
 ``sys.exit``, ``chdir``, print to stdout — happens in its own process: the gate sees a timeout, an
 end of output or a malformed line, kills the process and raises one :class:`GateError` naming the
-call and the item, with the adapter's last stderr lines as detail.
+call and the item, with the adapter's last stderr lines as detail. The line reads as the
+adapter's: an exception of its code as ``adapter search() raised KeyError: 'x' in suite …, item …``
+(from the error response's ``data``), a broken rule of the protocol with that rule as
+docs/adapters.md words it (:data:`RULES`); JSON-RPC error codes appear only under ``--debug``.
 
 :class:`SuiteSession` is what a suite calls. It checks every answer against the contract (at most
 ``k`` hits, unique ids, ids ingested since the last ``reset``, finite scores best first, a boolean
@@ -47,7 +50,7 @@ from membench_gate.adapter.types import (
     record_to_wire,
     session_to_wire,
 )
-from membench_gate.errors import GateError
+from membench_gate.errors import GateError, visible
 
 STDERR_LINES = 50
 STDERR_LINE_CHARS = 2000
@@ -83,6 +86,45 @@ _encode = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode
 _decode = json.JSONDecoder(parse_constant=_reject_constant).decode
 
 
+# The rules of docs/adapters.md an answer can break, each in the words the page uses for it: the
+# error line quotes the one that broke.
+RULES = {
+    "line": "one object per line",
+    "utf8": "UTF-8 JSON",
+    "stdout": "stdout carries the protocol only",
+    "finite": "JSON has no NaN or Infinity",
+    "response": "a response is a JSON-RPC 2.0 object with its request's id and a result or an error",
+    "initialize": "initialize answers protocol 1, a name and boolean capabilities",
+    "search": "search answers hits and a boolean abstain",
+    "push": "push answers a list of string ids",
+    "hit": "a hit has a string id and a finite number score",
+    "hit_fields": "text and entity strings or null, provenance an object or null",
+    "k": "at most k hits, and at most k ids for push",
+    "unique": "ids unique",
+    "known": "every id one of the records ingested since the last reset",
+    "order": "hits best first, scores non-increasing",
+    "abstain": "abstain a boolean",
+}
+
+# What the standard JSON-RPC codes mean, said for a user (the code itself is for --debug).
+_CODE_MEANS = {
+    -32700: "the adapter could not parse the request: ",
+    -32600: "the adapter found the request invalid: ",
+    -32601: "the adapter has no such method: ",
+    -32602: "the adapter refused the request's params: ",
+}
+
+
+class ErrorResponse(Exception):
+    """An adapter's ``error`` response as it came, code included: the cause of the
+    :class:`GateError` a user reads, so ``--debug`` shows it (and an adapter's traceback).
+    ``raised``: the response names an exception of the adapter's code."""
+
+    def __init__(self, text: str, raised: bool) -> None:
+        super().__init__(text)
+        self.raised = raised
+
+
 @dataclass
 class _Where:
     """Which call, for which suite and item: every adapter error names them."""
@@ -91,11 +133,25 @@ class _Where:
     suite: str | None = None
     item: str | None = None
 
-    def __str__(self) -> str:
+    def context(self) -> str:
         parts = [f"suite {self.suite}"] if self.suite else []
         if self.item:
             parts.append(f"item {self.item}")
-        return f"adapter {self.method}() failed" + (f" in {', '.join(parts)}" if parts else "")
+        return f" in {', '.join(parts)}" if parts else ""
+
+    def __str__(self) -> str:
+        return f"adapter {self.method}() failed{self.context()}"
+
+    def raised(self, function: str, kind: str, message: str) -> str:
+        """An exception of the adapter's code, ``function`` being where it was raised."""
+        answering = f" (during {self.method})" if function != self.method else ""
+        return (f"adapter {function}() raised {kind}{': ' + message if message else ''}"
+                f"{self.context()}{answering}")
+
+    def broke(self, rule: str, why: str) -> str:
+        """An answer that breaks the rule :data:`RULES` names ``rule``."""
+        return f"adapter {self.method}() broke the protocol{self.context()}: {why} " \
+               f"(docs/adapters.md: {RULES[rule]})"
 
 
 class AdapterProcess:
@@ -237,6 +293,10 @@ class AdapterProcess:
         """Kill the process and build the error, with its last stderr lines as detail."""
         return self._stopped(GateError(f"{where}: {why}"))
 
+    def _broke(self, where: _Where, rule: str, why: str) -> GateError:
+        """:meth:`_fail` for an answer that breaks a rule of the protocol."""
+        return self._stopped(GateError(where.broke(rule, why)))
+
     def _stopped(self, error: GateError) -> GateError:
         """Kill the process; ``error`` with the process's last stderr lines as detail."""
         self.kill()
@@ -338,46 +398,77 @@ class AdapterProcess:
     def _result(self, where: _Where, ident: int, line: bytes) -> Any:
         if not line.endswith(b"\n"):
             if len(line) > MAX_LINE_BYTES:
-                raise self._fail(where, f"a response line longer than {MAX_LINE_BYTES} bytes")
-            raise self._fail(where, f"an incomplete line on stdout (no newline before the end of "
-                             f"output): {_excerpt(line)}")
+                raise self._broke(where, "line",
+                                  f"a response line longer than {MAX_LINE_BYTES} bytes")
+            raise self._broke(where, "line", f"an incomplete line on stdout (no newline before "
+                              f"the end of output): {_excerpt(line)}")
         try:
             text = line.decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise self._fail(where, f"a line on stdout that is not UTF-8 ({exc.reason} at byte "
-                             f"{exc.start}): {_excerpt(line)}") from None
+            raise self._broke(where, "utf8", f"a line on stdout that is not UTF-8 ({exc.reason} "
+                              f"at byte {exc.start}): {_excerpt(line)}") from None
         try:
             message = _decode(text)
         except _NotJSONNumber as exc:
             if line.lstrip().startswith(b"{"):  # a response, with NaN or Infinity for a number
-                raise self._fail(where, f"{exc} in a response (JSON has no NaN or Infinity: "
-                                 f"send finite numbers): {_excerpt(line)}") from None
-            raise self._fail(where, f"a line on stdout that is not JSON: {_excerpt(line)} "
-                             "(stdout is for the protocol only; log to stderr)") from None
+                raise self._broke(where, "finite", f"{exc} in a response (send finite "
+                                  f"numbers): {_excerpt(line)}") from None
+            raise self._broke(where, "stdout", f"a line on stdout that is not JSON: "
+                              f"{_excerpt(line)} (log to stderr)") from None
         except (ValueError, RecursionError):
-            raise self._fail(where, f"a line on stdout that is not JSON: {_excerpt(line)} "
-                             "(stdout is for the protocol only; log to stderr)") from None
+            raise self._broke(where, "stdout", f"a line on stdout that is not JSON: "
+                              f"{_excerpt(line)} (log to stderr)") from None
         if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
-            raise self._fail(where, f"not a JSON-RPC 2.0 response: {_excerpt(line)}")
+            raise self._broke(where, "response",
+                              f"not a JSON-RPC 2.0 response: {_excerpt(line)}")
         if "id" not in message:
-            raise self._fail(where, f"a message without an id (a notification?), expected the "
-                             f"response to id {ident}: {_excerpt(line)}")
+            raise self._broke(where, "response", f"a message without an id (a notification?), "
+                              f"expected the response to id {ident}: {_excerpt(line)}")
         if message.get("id") != ident or isinstance(message.get("id"), bool):
-            raise self._fail(where, f"a response to id {message.get('id')!r:.40}, expected {ident}")
+            raise self._broke(where, "response",
+                              f"a response to id {message.get('id')!r:.40}, expected {ident}")
         if "error" in message:
-            error = message["error"]
-            if isinstance(error, dict):
-                text = f"error {error.get('code')!r:.20} from the adapter: {error.get('message')}"
-            else:
-                text = f"error from the adapter: {error!r}"
-            raise self._fail(where, _one_line(text))
+            raise self._error(where, ident, message["error"])
         if "result" not in message:
-            raise self._fail(where, f"a response with neither result nor error: {_excerpt(line)}")
+            raise self._broke(where, "response",
+                              f"a response with neither result nor error: {_excerpt(line)}")
         return message["result"]
 
-    def violation(self, where: _Where, why: str) -> GateError:
-        """An answer that breaks the contract: the process is killed like any failure."""
-        return self._fail(where, why)
+    def _error(self, where: _Where, ident: int, error: Any) -> GateError:
+        """The line for an ``error`` response, as the adapter's: its exception when ``data``
+        names one (docs/adapters.md, "Errors"), else its message, with what a standard code
+        means in words. The response itself, code and all, is the cause (``--debug``)."""
+        data = error.get("data") if isinstance(error, dict) else None
+        exception = data.get("exception") if isinstance(data, dict) else None
+        raised = isinstance(exception, dict) and isinstance(exception.get("type"), str) \
+            and bool(exception["type"].strip())
+        raw = ErrorResponse(_debug_text(where, ident, error), raised)
+        if not isinstance(error, dict):
+            return self._chained(GateError(f"{where}: the adapter answered with an error: "
+                                           f"{_one_line(repr(error))}"), raw)
+        if raised:
+            assert isinstance(data, dict) and isinstance(exception, dict)
+            function = data.get("function")
+            function = function if isinstance(function, str) and function.strip() \
+                else where.method
+            message = exception.get("message")
+            return self._chained(GateError(where.raised(
+                _one_line(function, 80), _one_line(exception["type"], 80),
+                _one_line(message, 300) if isinstance(message, str) and message.strip()
+                else "")), raw)
+        code, message = error.get("code"), error.get("message")
+        means = _CODE_MEANS.get(code, "") if isinstance(code, int) else ""
+        text = message if isinstance(message, str) else "(no message)"
+        return self._chained(GateError(f"{where}: {means}{_one_line(text)}"), raw)
+
+    def _chained(self, error: GateError, cause: BaseException) -> GateError:
+        error.__cause__ = cause
+        return self._stopped(error)
+
+    def violation(self, where: _Where, rule: str, why: str) -> GateError:
+        """An answer that breaks the rule :data:`RULES` names ``rule``: the process is killed
+        like any failure."""
+        return self._broke(where, rule, why)
 
     # --- stopping ---
 
@@ -392,8 +483,14 @@ class AdapterProcess:
             self.timeout = min(self.timeout, SHUTDOWN_GRACE_S) if self.timeout > 0 \
                 else SHUTDOWN_GRACE_S
             self.call("shutdown", {})
-        except GateError:
-            return  # results are complete; a process that misbehaves on the way out is just killed
+        except GateError as exc:
+            # The results are complete: a process that misbehaves on the way out is just killed.
+            # An exception of its own code there (a Python adapter's close()) is said, once, and
+            # changes nothing already decided (docs/adapters.md, "Shutting down").
+            if isinstance(exc.__cause__, ErrorResponse) and exc.__cause__.raised:
+                print(visible(f"membench-gate: warning: {exc}; the run's results stand"),
+                      file=sys.stderr)
+            return
         try:
             if self.proc.stdin:
                 self.proc.stdin.close()
@@ -441,9 +538,24 @@ def _excerpt(line: bytes) -> str:
     return repr(text[:120] + ("…" if len(text) > 120 else ""))
 
 
-def _one_line(text: str) -> str:
+def _one_line(text: str, limit: int = 400) -> str:
     text = " ".join(text.split())
-    return text[:400] if text else "(no message)"
+    return (text[:limit - 1] + "…" if len(text) > limit else text) if text else "(no message)"
+
+
+def _debug_text(where: _Where, ident: int, error: Any) -> str:
+    """The error response as it came, for ``--debug``: its code, message and data, with an
+    adapter's traceback (``data.traceback``) as lines of its own."""
+    data = error.get("data") if isinstance(error, dict) else None
+    trace = data.get("traceback") if isinstance(data, dict) else None
+    shown = {**error, "data": {k: v for k, v in data.items() if k != "traceback"}} \
+        if isinstance(trace, list) else error
+    lines = [f"the adapter's error response to {where.method} (request id {ident}): "
+             f"{_short(shown, 2000)}"]
+    if isinstance(trace, list):
+        lines += ["the adapter's traceback:",
+                  *(f"    {line}" for line in trace[:100] if isinstance(line, str))]
+    return "\n".join(lines)
 
 
 @dataclass
@@ -519,16 +631,17 @@ class Handshake:
         process, where = self.process, self.where
         result = process.receive(self.ident, where)
         if not isinstance(result, dict):
-            raise process.violation(where, f"initialize must return an object, got "
-                                    f"{_short(result)}")
+            raise process.violation(where, "initialize", f"initialize must return an object, "
+                                    f"got {_short(result)}")
         if result.get("protocol") != PROTOCOL_VERSION:
-            raise process.violation(where, f"the adapter speaks protocol "
+            raise process.violation(where, "initialize", f"the adapter speaks protocol "
                                     f"{_short(result.get('protocol'))}; this gate speaks "
                                     f"{PROTOCOL_VERSION}")
         caps = result.get("capabilities", {})
         if not isinstance(caps, dict) or any(
                 not isinstance(caps.get(name, False), bool) for name in ("push", "write")):
-            raise process.violation(where, 'capabilities must be {"push": bool, "write": bool}')
+            raise process.violation(where, "initialize",
+                                    'capabilities must be {"push": bool, "write": bool}')
         name = result.get("name")
         return AdapterClient(process, name if isinstance(name, str) and name else "adapter",
                              Capabilities(bool(caps.get("push")), bool(caps.get("write"))))
@@ -575,8 +688,8 @@ class SuiteSession:
     def _call(self, method: str, params: Mapping[str, Any], item: str | None) -> Any:
         return self.client.call(method, params, self.suite, item)
 
-    def _violation(self, method: str, item: str | None, why: str) -> GateError:
-        return self.client.process.violation(_Where(method, self.suite, item), why)
+    def _violation(self, method: str, item: str | None, rule: str, why: str) -> GateError:
+        return self.client.process.violation(_Where(method, self.suite, item), rule, why)
 
     def reset(self, item: str | None = None) -> None:
         self._call("reset", {}, item)
@@ -609,36 +722,36 @@ class SuiteSession:
         result = self._call("push", {"query": query_to_wire(query)}, item)
         ids = result.get("ids") if isinstance(result, dict) else None
         if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
-            raise self._violation("push", item, f"push must return {{\"ids\": [str, ...]}}, got "
+            raise self._violation("push", item, "push", f"push must return {{\"ids\": [str, ...]}}, got "
                                   f"{_short(result)}")
         self._check_ids("push", item, ids, query.k, "ids")
         return ids
 
     def _check_ids(self, method: str, item: str, ids: list[str], k: int, what: str) -> None:
         if len(ids) > k:
-            raise self._violation(method, item, f"{len(ids)} {what} for k={k} (at most k)")
+            raise self._violation(method, item, "k", f"{len(ids)} {what} for k={k}")
         if len(set(ids)) != len(ids):
             twice = next(i for i in ids if ids.count(i) > 1)
-            raise self._violation(method, item, f"id {twice!r} returned twice")
+            raise self._violation(method, item, "unique", f"id {twice!r} returned twice")
         if self.known is not None:
             unknown = [i for i in ids if i not in self.known]
             if unknown:
-                raise self._violation(method, item, f"id {unknown[0]!r} was never ingested since "
-                                      "the last reset")
+                raise self._violation(method, item, "known", f"id {unknown[0]!r} was never "
+                                      "ingested since the last reset")
 
     def _answer(self, result: Any, k: int, item: str) -> Answer:
         if not isinstance(result, dict) or not isinstance(result.get("hits"), list):
-            raise self._violation("search", item, "search must return {\"hits\": [...], "
+            raise self._violation("search", item, "search", "search must return {\"hits\": [...], "
                                   f"\"abstain\": bool}}, got {_short(result)}")
         if not isinstance(result.get("abstain"), bool):
-            raise self._violation("search", item, f"abstain must be a boolean, got "
+            raise self._violation("search", item, "abstain", f"abstain must be a boolean, got "
                                   f"{_short(result.get('abstain'))}")
         hits: list[Hit] = []
         previous = math.inf
         for raw in result["hits"]:
             hit = self._hit(raw, item)
             if hit.score > previous:
-                raise self._violation("search", item, f"hits are not best first: {hit.id!r} "
+                raise self._violation("search", item, "order", f"hits are not best first: {hit.id!r} "
                                       f"scores {hit.score:g} after {previous:g}")
             previous = hit.score
             hits.append(hit)
@@ -647,28 +760,28 @@ class SuiteSession:
 
     def _hit(self, raw: Any, item: str) -> Hit:
         if not isinstance(raw, dict) or not isinstance(raw.get("id"), str):
-            raise self._violation("search", item, f"a hit must be {{\"id\": str, \"score\": "
+            raise self._violation("search", item, "hit", f"a hit must be {{\"id\": str, \"score\": "
                                   f"number}}, got {_short(raw)}")
         score = raw.get("score")
         if isinstance(score, bool) or not isinstance(score, (int, float)) \
                 or not math.isfinite(score):
-            raise self._violation("search", item, f"hit {raw['id']!r} has a score that is not a "
+            raise self._violation("search", item, "hit", f"hit {raw['id']!r} has a score that is not a "
                                   f"finite number: {_short(score)}")
         for name in ("text", "entity"):
             if raw.get(name) is not None and not isinstance(raw[name], str):
-                raise self._violation("search", item, f"hit {raw['id']!r}: {name} must be a "
+                raise self._violation("search", item, "hit_fields", f"hit {raw['id']!r}: {name} must be a "
                                       "string or null")
         provenance = raw.get("provenance")
         if provenance is not None and not isinstance(provenance, dict):
-            raise self._violation("search", item, f"hit {raw['id']!r}: provenance must be an "
+            raise self._violation("search", item, "hit_fields", f"hit {raw['id']!r}: provenance must be an "
                                   "object {source, session, turn} or null")
         return Hit(raw["id"], float(score), raw.get("text"), raw.get("entity"), provenance)
 
 
-def _short(value: Any) -> str:
+def _short(value: Any, limit: int = 120) -> str:
     if isinstance(value, str):
-        return repr(value[:120])
+        return repr(value[:limit])
     try:
-        return json.dumps(value, default=repr)[:120]
+        return json.dumps(value, default=repr)[:limit]
     except (ValueError, RecursionError):
         return type(value).__name__

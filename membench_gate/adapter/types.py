@@ -9,7 +9,8 @@ never sees JSON:
 - ``ingest(records)`` — store a sequence of :class:`Record`;
 - ``search(query) -> Answer`` — ranked hits for a :class:`Query`, best first, and whether it abstains;
 - ``push(query) -> list[str]`` (optional) — ids to inject proactively for a conversation turn;
-- ``write(session)`` (optional) — turn a conversation :class:`Session` into memories of its own.
+- ``write(session)`` (optional) — turn a conversation :class:`Session` into memories of its own;
+- ``close()`` (optional) — release what it holds; the host calls it once, at shutdown.
 
 This module holds only plain data and its wire codec (no numpy, no I/O), so both sides of the
 boundary — the gate's client (:mod:`membench_gate.adapter.rpc`) and the host — import it cheaply.
@@ -102,7 +103,9 @@ class Session:
 
 @runtime_checkable
 class MemoryAdapter(Protocol):
-    """What a Python memory system implements (``push`` and ``write`` are optional)."""
+    """What a Python memory system implements. ``push(query) -> list[str]``,
+    ``write(session) -> None`` and ``close() -> None`` are optional, so not part of the protocol
+    an ``isinstance`` check reads: the host calls each only when the object has it."""
 
     def reset(self) -> None: ...
 

@@ -17,7 +17,7 @@ from typing import NoReturn
 
 from membench_gate.cli import runtime
 from membench_gate.cli.parser import COMMANDS, build_parser
-from membench_gate.errors import ExitCode, GateError, describe, exit_code_of
+from membench_gate.errors import ExitCode, GateError, describe, exit_code_of, without_ansi
 
 __all__ = ["console", "main"]
 
@@ -89,10 +89,11 @@ def _dispatch(argv: list[str], debug: bool) -> int:
                 runtime.say(line)
         runtime.say(f"membench-gate: error: {describe(exc)}")
         if isinstance(exc, GateError) and exc.detail:
-            # Prefixed, so a line of the adapter's stderr can never be read as a workflow command.
+            # Prefixed, so a line of the adapter's stderr can never be read as a workflow command;
+            # its colours taken out (shown as escapes with --debug), what else acts shown escaped.
             runtime.say("  adapter stderr (last lines):")
             for line in exc.detail:
-                runtime.say(f"  | {line}")
+                runtime.say(f"  | {line if debug else without_ansi(line)}")
         return exit_code_of(exc)
     finally:
         budget.stop()

@@ -18,7 +18,7 @@ from membench_gate import budget
 from membench_gate.adapter import rpc
 from membench_gate.adapter.types import Answer, Query, Record
 from membench_gate.config import Config
-from membench_gate.errors import ExitCode, GateError, visible
+from membench_gate.errors import ExitCode, GateError, visible, without_ansi
 
 SUITE = "doctor"
 
@@ -273,7 +273,7 @@ def diagnose(config: Config) -> tuple[list[Check], dict[str, list[float]], str]:
 
 
 def _with_stderr(exc: GateError) -> str:
-    last = [line for line in exc.detail if line.strip()][-1:] if exc.detail else []
+    last = [text for text in map(without_ansi, exc.detail) if text.strip()][-1:]
     return str(exc) + (f" (last stderr line: {last[0].strip()[:200]})" if last else "")
 
 

@@ -177,7 +177,11 @@ def test_an_error_line_its_verdict_and_the_adapter_stderr_show_escapes(tmp_path:
     assert lines[0].startswith("membench-gate: error: adapter search() failed"), lines
     assert f"item p1{SHOWN} in abstention/default: " in lines[0]
     assert lines[0].endswith(f"corrupt {SHOWN}")
-    assert lines[1:] == ["  adapter stderr (last lines):", f"  | index shard 3: {SHOWN}"]
+    # The stderr tail without its terminal sequences (CSI, OSC); what else acts shown escaped; the
+    # sequences themselves, escaped, with --debug.
+    assert lines[1:] == ["  adapter stderr (last lines):", "  | index shard 3: \\u202eevil"]
+    debug = gate("run", "--debug", cwd=folder)
+    assert text_of(debug.stderr).splitlines()[-1] == f"  | index shard 3: {SHOWN}"
     # The error verdict written over --out says the same line: a script printing its notes
     # (jq -r '.notes[]') shows escapes too.
     [note] = json.loads((folder / "r.json").read_text(encoding="utf-8"))["notes"]
@@ -189,7 +193,7 @@ def test_doctor_shows_an_adapters_message_and_stderr_as_escapes(tmp_path: Path) 
     assert done.returncode == 1
     table = text_of(done.stdout)
     assert "FAIL" in table and f"corrupt {SHOWN}" in table
-    assert f"(last stderr line: index shard 3: {SHOWN})" in table
+    assert "(last stderr line: index shard 3: \\u202eevil)" in table  # its sequences taken out
 
 
 def test_the_selftest_table_shows_a_mutants_error_as_escapes() -> None:

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from membench_gate import Query, Record
-from membench_gate.adapter.rpc import adapter_environment
+from membench_gate.adapter.rpc import RULES, adapter_environment
 from membench_gate.adapter.types import query_to_wire
 from membench_gate.errors import GateError
 from tests.support.cli import assert_error_verdict, run_cli, without_progress
@@ -151,29 +151,36 @@ def test_a_well_behaved_scripted_adapter_runs(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("mode", "why"), [
-    ("crash", "ended without answering (exit code 3)"),
-    ("half-line", "an incomplete line on stdout"),
-    ("not-json", "not JSON: 'loading model weights... done'"),
-    ("wrong-id", "a response to id"),
-    ("notification", "a message without an id (a notification?), expected the response to id"),
-    ("latin-1", "a line on stdout that is not UTF-8 (invalid continuation byte at byte 13)"),
-    ("long-stderr", "ended without answering (exit code 3)"),
-    ("error", "index shard 3 is corrupt"),
-    ("too-many", "6 hits for k=5"),
-    ("duplicate", "returned twice"),
-    ("unknown-id", "'never-ingested' was never ingested since the last reset"),
-    ("increasing", "not best first"),
-    ("nan", "NaN is not JSON in a response (JSON has no NaN or Infinity"),
-    ("abstain-string", "abstain must be a boolean"),
+@pytest.mark.parametrize(("mode", "why", "rule"), [
+    ("crash", "ended without answering (exit code 3)", None),
+    ("half-line", "an incomplete line on stdout", "line"),
+    ("not-json", "not JSON: 'loading model weights... done' (log to stderr)", "stdout"),
+    ("wrong-id", "a response to id", "response"),
+    ("notification", "a message without an id (a notification?), expected the response to id",
+     "response"),
+    ("latin-1", "a line on stdout that is not UTF-8 (invalid continuation byte at byte 13)", "utf8"),
+    ("long-stderr", "ended without answering (exit code 3)", None),
+    ("error", ": index shard 3 is corrupt", None),
+    ("too-many", ": 6 hits for k=5", "k"),
+    ("duplicate", "returned twice", "unique"),
+    ("unknown-id", "'never-ingested' was never ingested since the last reset", "known"),
+    ("increasing", "not best first", "order"),
+    ("nan", "NaN is not JSON in a response (send finite numbers)", "finite"),
+    ("abstain-string", "abstain must be a boolean", "abstain"),
 ])
 def test_a_misbehaving_search_is_an_error_naming_call_and_item(tmp_path: Path, mode: str,
-                                                               why: str) -> None:
+                                                               why: str, rule: str | None) -> None:
     out = tmp_path / "r.json"
     out.write_text("stale results of an earlier run")
     done = run_cli("run", "--out", str(out), cwd=scripted(tmp_path, mode))
-    first = assert_error(done, "adapter search() failed in suite abstention, item probe-", why)
+    # A broken rule is named in the words of docs/adapters.md; a crash or an error response is a
+    # failure; neither shows a JSON-RPC code.
+    verb = "failed" if rule is None else "broke the protocol"
+    first = assert_error(done, f"adapter search() {verb} in suite abstention, item probe-", why)
     assert re.search(r"item probe-\d+ in abstention/default: ", first), first  # and its cell
+    if rule is not None:
+        assert first.endswith(f"(docs/adapters.md: {RULES[rule]})"), first
+    assert "-32000" not in first
     assert len(first) < 400
     assert_error_verdict(out)
     if mode in ("crash", "half-line", "error"):
@@ -197,7 +204,7 @@ def test_a_hanging_adapter_is_killed_after_the_timeout(tmp_path: Path) -> None:
 ])
 def test_push_answers_are_checked(tmp_path: Path, mode: str, why: str) -> None:
     done = run_cli("run", cwd=scripted(tmp_path, mode, "push", PUSH))
-    assert_error(done, "adapter push() failed in suite push, item conv-", why)
+    assert_error(done, "adapter push() broke the protocol in suite push, item conv-", why)
 
 
 @pytest.mark.slow
@@ -291,9 +298,9 @@ def python_adapter(tmp_path: Path, attr: str) -> Path:
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("attr", "why"), [
-    ("Exits", "adapter search() failed in suite abstention, item probe-"),
-    ("ParsesArgs", "adapter initialize() failed"),
-    ("Raises", "Doom: the end"),
+    ("Exits", "adapter search() raised SystemExit: 0 in suite abstention, item probe-"),
+    ("ParsesArgs", "adapter ParsesArgs() raised SystemExit: 2 (during initialize)"),
+    ("Raises", "adapter search() raised Doom: the end in suite abstention, item probe-"),
 ])
 def test_adapter_code_cannot_choose_the_exit_code(tmp_path: Path, attr: str, why: str) -> None:
     repo = python_adapter(tmp_path, attr)
