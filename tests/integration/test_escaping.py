@@ -14,7 +14,6 @@ import re
 import shutil
 import subprocess
 import sys
-import unicodedata
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -23,7 +22,6 @@ import pytest
 from cmarkgfm.cmark import Options
 
 from membench_gate.ci.actions_env import annotation
-from membench_gate.errors import visible
 from membench_gate.gate.rules import decide
 from membench_gate.model.results import Baseline, Cell, Justification, Results
 from membench_gate.model.selftest import SelftestReport
@@ -220,31 +218,6 @@ def test_annotations_keep_their_encoding_and_show_controls_as_escapes() -> None:
     # The runner's own encoding of line breaks and percent signs stays what the runner decodes.
     assert line == (f"::error title=membench-gate {SHOWN}::"
                     f"veto/files_known#scn-1{SHOWN}%0A::warning::x%25")
-
-
-@pytest.mark.parametrize("char", ["\x1b", "\x9b", "\u202e", "\u2066", "\u200b", "\u2028",
-                                  "\ufeff", "\U000e0041", "\ud800", "\x00", "\t"])
-def test_each_character_that_acts_or_hides_is_written_as_its_escape(char: str) -> None:
-    shown = visible(f"a{char}b")
-    code = ord(char)
-    escape = f"\\x{code:02x}" if code < 0x100 else \
-        f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
-    assert shown == f"a{escape}b"
-    assert visible(shown) == shown  # once escaped, nothing left to escape
-
-
-def test_every_control_format_and_separator_character_is_escaped_and_nothing_else() -> None:
-    every = "".join(map(chr, range(0x110000)))
-    hidden = {"Cc", "Cf", "Cs", "Zl", "Zp"}
-    kept = "".join(c for c in every if unicodedata.category(c) not in hidden)
-    assert visible(kept) == kept  # letters, marks, symbols, emoji, spaces, private use
-    assert not any(unicodedata.category(c) in hidden for c in visible(every))
-
-
-def test_text_people_write_is_shown_as_it_is() -> None:
-    for text in ("veto recall@5 −24 pts · NET(1) −3 pts", "Größe ≤ 4 KiB, 東京, ✅ ⚠️ 👍🏽",
-                 "non\u00a0breaking\u202fthin", "path/to/file.py:12: note"):
-        assert visible(text) == text
 
 
 # ------------------------------------------------------------------ the comment

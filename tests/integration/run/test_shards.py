@@ -21,7 +21,7 @@ from membench_gate.config import parse_suite_options
 from membench_gate.errors import GateError
 from membench_gate.model.results import Cell, Receipt, Results, dumps_results, parse_results
 from membench_gate.run.merge import merge
-from membench_gate.run.shard import Shard, parse_shard, shard_index
+from membench_gate.run.shard import Shard
 from membench_gate.suites import registry
 from membench_gate.suites.common.suite import Records
 from tests.support.cli import assert_error_verdict, run_cli
@@ -50,25 +50,6 @@ def without_receipt(text: str) -> dict[str, Any]:
     data = json.loads(text)
     data.pop("receipt")
     return data
-
-
-# -- the mapping ---------------------------------------------------------------------------
-
-def test_the_shard_of_an_item_is_its_sha256_mod_n() -> None:
-    # sha256("veto/scn-001") as an integer, mod 4, plus one: documented in docs/shards.md.
-    import hashlib
-
-    value = int(hashlib.sha256(b"veto/scn-001").hexdigest(), 16)
-    assert shard_index("veto", "scn-001", 4) == value % 4 + 1
-    assert Shard(value % 4 + 1, 4).holds("veto", "scn-001")
-    assert [Shard(i, 4).holds("veto", "scn-001") for i in range(1, 5)].count(True) == 1
-
-
-@pytest.mark.parametrize("text", ["0/3", "4/3", "1/0", "3", "a/b", "1/3/", "-1/3", " 1/3",
-                                  "1/1001", "１/3"])
-def test_bad_shard_values_are_one_line_errors(text: str) -> None:
-    with pytest.raises(GateError, match=r"--shard: .* is not a shard I/N"):
-        parse_shard(text)
 
 
 # -- records -> results, as the runner assembles them ---------------------------------------------

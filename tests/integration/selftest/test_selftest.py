@@ -125,19 +125,6 @@ def test_a_metric_already_at_its_worst_is_named_as_such(tmp_path: Path) -> None:
     assert "Already at their worst value: veto/files\\_known:veto\\_recall\\_at\\_k" in line
 
 
-@pytest.mark.parametrize(("name", "value", "worst"), [
-    ("veto_recall_at_k", 0.0, True), ("veto_recall_at_k", 0.1, False),
-    ("false_fire_rate", 1.0, True), ("false_fire_rate", 0.9, False),
-    ("net_at_5", -5.0, True), ("net_at_5", -4.9, False), ("net_at_1", 0.0, False),
-    ("source_isolation_violations", 0.0, False), ("stale_surfaced", 0.0, False),
-])
-def test_at_worst_knows_each_metrics_direction_and_range(name: str, value: float,
-                                                         worst: bool) -> None:
-    from membench_gate.model.metrics import at_worst
-
-    assert at_worst(name, value) is worst
-
-
 def test_unknown_mutant_is_an_error_and_leaves_no_stale_file(tmp_path: Path) -> None:
     stale = tmp_path / "st.json"
     stale.write_text("{}")

@@ -236,18 +236,6 @@ def test_escaping_happens_in_one_place() -> None:
                    "a'b x | 0.1235")
 
 
-def test_why_names_what_outranked_the_gold() -> None:
-    from membench_gate.report.findings import ItemStory
-
-    hits = [("d-1", 0.9), ("d-2", 0.8), ("gold", 0.7)]
-    assert ItemStory("c/x", "i", gold=["gold"], came_back=hits).why(5) == \
-        "gold gold: rank 3; ranked above it: d-1 (0.9), d-2 (0.8)"
-    assert ItemStory("c/x", "i", gold=["gold"], came_back=hits[2:], abstained=True).why(5) == \
-        "gold gold: rank 1; the memory abstained"
-    assert ItemStory("c/x", "i", gold=["gold"], came_back=hits[:2]).why(5) == \
-        "gold gold: not in the top 5; came back instead: d-1 (0.9), d-2 (0.8)"
-
-
 @pytest.mark.slow
 def test_the_preview_script_renders_the_dogfood_gate_weakened() -> None:
     """scripts/preview_scoreboard.py is run by hand: this keeps it working as the code moves."""
@@ -272,15 +260,3 @@ def test_an_item_id_that_reads_like_an_option_is_not_an_easing() -> None:
                                detail="suite option k changed"),
     ]
     assert _easing(verdict) == (["veto:option:k"], 1)
-
-
-def test_the_why_line_gives_rank_before_and_after_only_when_the_rank_fell_out() -> None:
-    from membench_gate.report.findings import ItemStory
-
-    abstained = ItemStory("abstention/default", "p1", gold=["f1"], rank=1,
-                          came_back=[("f1", 0.9)], abstained=True)
-    assert abstained.why(5, 5) == "gold f1: rank 1; the memory abstained"  # the cause: abstaining
-    fell = ItemStory("veto/files_known", "scn-1", gold=["d1"], rank=7,
-                     came_back=[("d2", 0.5), ("d3", 0.4)])
-    assert fell.why(5, 5).startswith("gold d1: in the top 5 at base → rank 7 now; ")
-    assert fell.why(5, None).startswith("gold d1: rank 7; ")  # no base: no before

@@ -14,7 +14,6 @@ import pytest
 
 from membench_gate import Answer, Hit, Query, Record
 from membench_gate.errors import GateError
-from membench_gate.model.metrics import explain, gate_kind, known_cell
 from membench_gate.reference import ReferenceMemory
 from membench_gate.suites.common.fixtures import load_suite
 from membench_gate.suites.recall import scoring as recall
@@ -209,17 +208,6 @@ def test_bad_recall_fixtures_are_one_line_errors(tmp_path: Path, queries: list[d
     with pytest.raises(GateError, match=None) as info:
         load_suite("recall", ["rec"], tmp_path, False)
     assert message in str(info.value) and "\n" not in str(info.value)
-
-
-def test_recall_metrics_are_registered_once() -> None:
-    assert gate_kind("recall/temporal", "recall_any_at_k") == "gated"
-    assert gate_kind("recall/1", "recall_all_at_k") == "gated"
-    assert gate_kind("recall/default", "ndcg_at_k") == "report"
-    assert gate_kind("recall/5", "false_answer_rate") == "gated"
-    assert gate_kind("veto/lifecycle", "stale_surfaced") == "gated"
-    assert "↓ better" in explain("false_answer_rate") and "↓ better" in explain("stale_surfaced")
-    assert known_cell("recall/knowledge-update") and known_cell("veto/lifecycle")
-    assert not known_cell("recall/") and not known_cell("veto/other")
 
 
 # -- veto lifecycle -----------------------------------------------------------------------------

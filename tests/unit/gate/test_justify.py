@@ -1,0 +1,145 @@
+"""``membench_gate/gate/justify.py``: the rule-8 text checks of a justification, named in one line
+when one fails, and the reading of text they rest on (folding look-alikes, names not counting as
+words, fuzzy mentions, near-copies)."""
+
+from __future__ import annotations
+
+import unicodedata
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from membench_gate.gate import justify
+from membench_gate.gate.justify import (
+    MIN_CHARS,
+    breach_subject,
+    check_justification,
+    fold,
+    is_near_copy,
+    mentions,
+)
+
+REASON = ("veto/files_known recall dropped because scn-02 now needs the files of the ledger "
+          "decision, which the new ranking weighs less; accepted while we rework it")
+KEYS = ["veto/files_known#scn-02", "veto/files_known:veto_recall_at_k"]
+
+
+def test_a_specific_reason_naming_the_breaches_passes() -> None:
+    assert check_justification(REASON, KEYS) == justify.JustificationCheck(True)
+
+
+@pytest.mark.parametrize("text", [None, "", "  \n\t "])
+def test_no_text_is_no_justification(text: str | None) -> None:
+    assert check_justification(text, KEYS).failed == "no justification"
+
+
+def test_too_few_characters_says_how_many() -> None:
+    text = "veto/files_known fell: ranking changed"  # 38 characters
+    assert check_justification(text, KEYS).failed == \
+        f"too short: {len(text)} characters, need {MIN_CHARS}"
+
+
+@pytest.mark.parametrize("text", [
+    # Names of metrics, cells and items are not reasons; a lone letter is not a word.
+    "veto/files_known veto_recall_at_k mrr stale_surfaced net_at_1 push/default fell a lot",
+    # A word repeated counts once: five words, said three times.
+    "the ranking weights moved today, the ranking weights moved today, the ranking weights "
+    "moved today: veto/files_known",
+])
+def test_names_and_repeated_words_do_not_count_as_words(text: str) -> None:
+    failed = check_justification(text, KEYS).failed or ""
+    assert failed.startswith("too short: ") and \
+        failed.endswith(" distinct words besides metric, cell and item names, need 6")
+
+
+def test_the_first_breach_not_named_is_said_and_how_many_more() -> None:
+    keys = [*KEYS, "push/default:push_precision", "writeback/fidelity#c1"]
+    assert check_justification(REASON, keys).failed == \
+        "does not name 'push_precision' or its cell 'push/default' (and 1 more)"
+    assert check_justification(REASON, [*KEYS, "push/default"]).failed == \
+        "does not name the cell 'push/default'"
+
+
+def test_naming_the_cell_is_enough() -> None:
+    assert check_justification(REASON, ["veto/files_known:mrr"]).ok
+
+
+def test_a_near_copy_of_the_bases_justification_is_refused() -> None:
+    outcome = check_justification(REASON, KEYS, base_text=REASON.replace("scn-02", "scn-07"))
+    assert outcome.failed == "is a near-copy of the base baseline's justification"
+    assert check_justification(REASON, KEYS, base_text="A different reason altogether: the "
+                               "corpus was trimmed of stale pages by the docs team").ok
+
+
+def test_a_near_copy_with_names_swapped_or_text_appended_is_still_one() -> None:
+    names = justify._name_words(["veto/files_known:mrr", "push/default:push_precision"])
+    base = "push/default precision fell because the new ranker prefers recent pages over old ones"
+    assert is_near_copy(base.replace("push/default", "veto/files_known"), base, names)
+    assert is_near_copy(base + ", and we will look at it again next quarter with the team", base,
+                        names)
+    assert not is_near_copy("the embedding model moved to a larger one, which hedges on dates",
+                            base, names)
+
+
+def test_look_alike_letters_fold_to_the_latin_they_imitate() -> None:
+    assert fold("u\u0440date b\u0430seline") == "update baseline"  # Cyrillic р and а
+    assert fold("\uff35\uff30\uff24\uff21\uff34\uff25") == "update"  # fullwidth, by NFKC
+    assert fold("upd\u200bate\u0301") == "update"  # invisible and combining characters dropped
+
+
+def test_a_placeholder_behind_look_alikes_is_still_one() -> None:
+    text = "U\u0440date b\u0430seline for veto/files_known, u\u0440date b\u0430seline again"
+    assert check_justification(text, KEYS).failed == "reads like a placeholder, not a reason"
+
+
+@pytest.mark.parametrize(("key", "subject"), [
+    ("veto/files_known:mrr", ("veto/files_known", "mrr")),
+    ("veto/files_known#scn-1", ("veto/files_known", "scn-1")),
+    ("push/default", ("push/default", None)),
+])
+def test_breach_subject_is_the_cell_and_its_metric_or_item(key: str,
+                                                           subject: tuple[str, str | None]) -> None:
+    assert breach_subject(key) == subject
+
+
+def test_mentions_are_fuzzy_but_not_loose() -> None:
+    assert mentions("NET at 1 fell on the default cell", "net_at_1")
+    assert mentions("veto files-known dropped", "veto/files_known")
+    assert not mentions("coverage fell on the default cell", "net_at_1")
+
+
+@pytest.mark.parametrize("text", [
+    "recall_at_k on recall/default: moved e5 to v2 of bge, p95 40 ms",  # identifiers count
+    "recall_at_k गिरा: नई मॉडल सूची टीम ने मानी, ठीक है",  # Hindi: every piece of the script counts
+    # A lowercase "todo" inside a sentence is prose, not a marker, and so are these.
+    "recall/default fell: the todo list app's notes are now chunked by heading, as planned",
+    "Todo list records now carry their due date, which lowers recall_at_k on recall/default",
+    "Placeholder pages were removed from the corpus, so recall/default answers fewer questions",
+    "The XXX-large embedding model replaced the small one; recall/default fell as it hedges",
+])
+def test_terse_and_non_latin_justifications_have_their_words(text: str) -> None:
+    outcome = check_justification(text, ["recall/default:recall_at_k"])
+    assert outcome.ok, outcome.failed
+
+
+def test_justification_naming_the_metric_fuzzily() -> None:
+    assert check_justification(
+        "NET at 1 fell on the abstention default cell after we raised tau to cut wrong answers",
+        ["abstention/default:net_at_1"]).ok
+    assert not check_justification(
+        "Coverage fell after we raised tau to cut the number of wrong answers in production",
+        ["abstention/default:net_at_1"]).ok
+
+
+@pytest.mark.slow
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.characters(max_codepoint=127)) | st.text())
+def test_the_ascii_shortcut_normalizes_as_the_unicode_path_does(text: str) -> None:
+    # fold() and _norm() take a shortcut for ASCII text (a check may normalize 100,000 keys).
+    folded = unicodedata.normalize("NFD", unicodedata.normalize("NFKC", text))
+    folded = "".join(c for c in folded if unicodedata.category(c) not in ("Mn", "Me", "Cf"))
+    folded = folded.translate(justify._FOLD).casefold().translate(justify._FOLD)
+    assert justify.fold(text) == folded
+    assert justify._norm(text) == " ".join(
+        "".join(c if c.isalnum() else " " for c in folded).split())
