@@ -28,7 +28,6 @@ class NumberError(GateError):
     """A number a file cannot hold (not finite, or too large); ``where`` names its field."""
 
 
-
 def number_problem(value: float) -> str | None:
     """Why a number cannot be written to a file (not finite, or too large), or None."""
     try:

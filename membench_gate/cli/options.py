@@ -3,8 +3,8 @@ in :data:`membench_gate.cli.parser.COMMANDS`).
 
 A flag two commands spell alike but mean differently (``--out``: the results file of ``run``,
 the fixture folder of ``import``) is one declaration and its variants, each made with
-:meth:`Option.but` right under it: the flag's type and metavar are written once, each command's
-help says what the file is there.
+:meth:`Option.but` right under it: the flag's type is written once, each command's help (and
+metavar, where it names another kind of file) says what the file is there.
 """
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ import argparse
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
+
+from membench_gate import __version__
 
 
 class Option(NamedTuple):
@@ -62,6 +64,7 @@ def _minutes(text: str) -> float:
 
 CONFIG = option("--config", type=Path, default=Path("membench.toml"),
                 help="gate config (default: membench.toml)")
+VERSION = option("--version", action="version", version=f"membench-gate {__version__}")
 DEBUG = option("--debug", action="store_true", help="show tracebacks")
 # The time budget of a command that runs the adapter (:mod:`membench_gate.budget`).
 BUDGET_MINUTES = option("--budget-minutes", type=_minutes, metavar="N",

@@ -11,7 +11,6 @@ import argparse
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
-from membench_gate import __version__
 from membench_gate.cli import options as o
 from membench_gate.cli.runtime import columns
 from membench_gate.errors import GateError
@@ -133,7 +132,7 @@ def build_parser(only: str | None = None, *, bare: bool = False) -> argparse.Arg
     """
     parser = _Parser(prog="membench-gate", description=DESCRIPTION, epilog=EPILOG,
                      formatter_class=_RawFormatter)
-    parser.add_argument("--version", action="version", version=f"membench-gate {__version__}")
+    o.VERSION.add_to(parser)
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     for name, command in COMMANDS.items():
         if only is not None and name != only:

@@ -57,8 +57,14 @@ def first_difference(first: Results, second: Results) -> str | None:
                 return f"{cell}#{item}: present in one run only"
             field = _walk(items_a[item], items_b[item], "")
             if field:
-                return f"{cell}#{item} field {field}: {_value(items_a[item], field)!r} then " \
-                       f"{_value(items_b[item], field)!r}"
+                return f"{cell}#{item} field {_said(field, items_a[item], items_b[item])}"
     a.pop("items"), b.pop("items")
     found = _walk(a, b, "")
-    return f"{found}: {_value(a, found)!r} then {_value(b, found)!r}" if found else None
+    return _said(found, a, b) if found else None
+
+
+def _said(path: str, a: Any, b: Any) -> str:
+    """``path: a then b``; a list of another length is said by its lengths alone."""
+    if " (length " in path:
+        return path
+    return f"{path}: {_value(a, path)!r} then {_value(b, path)!r}"

@@ -66,8 +66,6 @@ def _folded(value: str) -> str:
 
 
 @dataclass
-
-
 class SuiteFixtures:
     """Everything a suite reads: the files they came from, item digests, and (in each suite's
     ``Fixtures``) its validated items."""
