@@ -16,7 +16,7 @@ from __future__ import annotations
 import secrets
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -28,10 +28,12 @@ from membench_gate.ci.settings import Context, Settings
 from membench_gate.errors import ExitCode, GateError, visible
 from membench_gate.files import load_json, write_atomic
 from membench_gate.model.canonical import canonical_dumps
+from membench_gate.model.history import HISTORY_FILE
 from membench_gate.model.verdict import Verdict, error_verdict
 from membench_gate.report.render import SUMMARY_LIMIT
 
 if TYPE_CHECKING:
+    from membench_gate.model.history import HistoryVersion
     from membench_gate.model.results import Baseline, Results
     from membench_gate.model.selftest import SelftestReport
 
@@ -135,7 +137,8 @@ def main(env: Mapping[str, str] | None = None) -> int:
         "--out", str(paths["results.json"])]
     status = _run_quarantined(["check", "--config", settings.config, *source,
                     "--json", str(paths["verdict.json"]), "--report", str(paths["report.md"]),
-                    "--base-out", str(paths["base.json"]), *base_ref, *holdout,
+                    "--base-out", str(paths["base.json"]),
+                    "--history-out", str(paths[HISTORY_FILE]), *base_ref, *holdout,
                     *_budget_args(settings)], env)
     room = SENSITIVITY_ROOM if settings.selftest else 0
     board = _read_once(paths, status, settings, room)
@@ -195,7 +198,7 @@ class Scoreboard:
     runs it again) could rewrite meanwhile."""
 
     verdict: Verdict
-    files: dict[str, str | None]  # verdict.json, results.json, base.json as validated
+    files: dict[str, str | None]  # verdict.json, results.json, base.json, history.json as validated
     has_results: bool
     report: str
     summary_text: str  # the report, or as much as fits the job summary less ``room``
@@ -204,14 +207,15 @@ class Scoreboard:
 
     @classmethod
     def of(cls, verdict: Verdict, results: Results | None, base: Baseline | None,
-           files: dict[str, str | None], settings: Settings, room: int) -> Scoreboard:
+           files: dict[str, str | None], settings: Settings, room: int,
+           history: Sequence[HistoryVersion] = ()) -> Scoreboard:
         from membench_gate.ci.comment import body_from_data
         from membench_gate.report.render import render
 
-        report = render(verdict, results, base, limit=None)
+        report = render(verdict, results, base, limit=None, history=history)
         summary = report if len(report.encode("utf-8")) <= SUMMARY_LIMIT - room \
-            else render(verdict, results, base, limit=SUMMARY_LIMIT - room)
-        comment = body_from_data(verdict, results, base, room=room) \
+            else render(verdict, results, base, limit=SUMMARY_LIMIT - room, history=history)
+        comment = body_from_data(verdict, results, base, room=room, history=history) \
             if settings.comment != "off" else None
         return cls(verdict, files, results is not None, report, summary, comment, room)
 
@@ -265,10 +269,11 @@ def _read_once(paths: dict[str, Path], status: int, settings: Settings, room: in
     verdict whose results or base baseline cannot be read: whatever cannot be shown as this
     check's outcome is an ERROR.
     """
-    from membench_gate.ci.comment import parse_data
+    from membench_gate.ci.comment import parse_data, parse_history_data, read_history_file
 
     try:
-        files = {name: _read(paths[name]) for name in ARTIFACT_FILES}
+        files = {name: _read(paths[name]) for name in ARTIFACT_FILES if name != HISTORY_FILE}
+        files[HISTORY_FILE] = read_history_file(paths[HISTORY_FILE])
         data = files["verdict.json"]
         if data is None:
             raise GateError(f"the check exited {status} and wrote no verdict file")
@@ -285,9 +290,15 @@ def _read_once(paths: dict[str, Path], status: int, settings: Settings, room: in
         parsed, results, base = parse_data(files, paths["verdict.json"].parent)
     except GateError as exc:
         return Scoreboard.failed(exc, settings, room)
+    # Only the history block rests on it: a history.json that is not valid is left out (and
+    # out of the artifact), the verdict stands.
+    history, note = parse_history_data(files[HISTORY_FILE], str(paths[HISTORY_FILE]))
+    if note is not None:
+        files[HISTORY_FILE] = None
+        print(annotation("warning", note, "membench-gate history"), flush=True)
     text = {name: data.decode("utf-8") if data is not None else None
             for name, data in files.items()}
-    return Scoreboard.of(parsed, results, base, text, settings, room)
+    return Scoreboard.of(parsed, results, base, text, settings, room, history)
 
 
 def _read(path: Path) -> bytes | None:

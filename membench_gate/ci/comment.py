@@ -4,8 +4,10 @@
 In ``--from-artifact`` mode nothing the PR produced is trusted as text: the artifact's files are
 validated with the pydantic models, ids are escaped (control characters refused), the PR is found
 from the triggering run (its ``pull_requests``, or through the API by head sha and head repository),
-free text (the justification, notes, breach details) is dropped or re-derived, and the Markdown is
-rendered again from data. The artifact's verdict must be what the triggering run concluded
+free text (the justification, notes, breach details, the blessed baselines' justifications) is
+dropped or re-derived, and the Markdown is rendered again from data. ``history.json`` only adds
+the scoreboard's history block: one that is missing or not valid leaves the block out, with a
+warning, and never stops the comment. The artifact's verdict must be what the triggering run concluded
 (:func:`corroborate`): a PASS beside a run that failed is refused, nothing posted.
 
 A failure to comment is a warning and never changes an exit code.
@@ -15,7 +17,7 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -25,11 +27,13 @@ from membench_gate.ci.github import MARKER_ROOM
 from membench_gate.ci.settings import Context, Settings
 from membench_gate.errors import ExitCode, GateError, visible
 from membench_gate.files import load_json, read_file
+from membench_gate.model.history import HISTORY_FILE, MAX_BYTES, HistoryVersion, parse_history
 from membench_gate.model.results import Baseline, Results, parse_baseline, parse_results, validation_message
 from membench_gate.model.verdict import Verdict
 from membench_gate.report.render import COMMENT_LIMIT, render
 
-ARTIFACT_FILES = ("results.json", "verdict.json", "base.json")
+_DATA_FILES = ("results.json", "verdict.json", "base.json")  # what a comment rests on
+ARTIFACT_FILES = (*_DATA_FILES, HISTORY_FILE)
 STEP_FILE = "step.json"  # how the gate step ended (StepRecord), uploaded with them
 # What the body may take of a comment: the marker line comes before it.
 BODY_LIMIT = COMMENT_LIMIT - MARKER_ROOM
@@ -51,11 +55,12 @@ def parse_verdict(data: bytes, label: str) -> Verdict:
 
 
 def body_from_data(verdict: Verdict, results: Results | None, base: Baseline | None,
-                   room: int = 0) -> str:
+                   room: int = 0, history: Sequence[HistoryVersion] = ()) -> str:
     """The comment body, within the comment limit less ``room`` bytes (kept free for a line the
-    caller closes it with, e.g. the selftest's)."""
+    caller closes it with, e.g. the selftest's); ``history`` the base branch's last blessed
+    baselines (``history.json``), charted in it."""
     return render(verdict, results, base, limit=BODY_LIMIT - room,
-                  full_report="in the job summary of the gating workflow run")
+                  full_report="in the job summary of the gating workflow run", history=history)
 
 
 def _check_ids(verdict: Verdict, results: Results, label: str) -> None:
@@ -91,15 +96,15 @@ def _scrubbed(verdict: Verdict) -> Verdict:
 def read_data(folder: Path) -> tuple[Verdict, Results | None, Baseline | None]:
     """results.json, verdict.json and base.json as ``check --out/--json/--base-out`` write them,
     validated. The results may be missing only when the check could not compare."""
-    return parse_data({name: _read_if_there(folder / name) for name in ARTIFACT_FILES}, folder)
+    return parse_data({name: _read_if_there(folder / name) for name in _DATA_FILES}, folder)
 
 
 def parse_data(files: Mapping[str, bytes | None], folder: Path
                ) -> tuple[Verdict, Results | None, Baseline | None]:
-    """:func:`read_data` of files already read: the bytes of each of :data:`ARTIFACT_FILES`
-    (``None`` for a file that is not there), as they were read once."""
-    results_data, verdict_data, base_data = (files.get(name) for name in ARTIFACT_FILES)
-    results_label, verdict_label, base_label = (str(folder / name) for name in ARTIFACT_FILES)
+    """:func:`read_data` of files already read: the bytes of each of its files (``None`` for
+    a file that is not there), as they were read once."""
+    results_data, verdict_data, base_data = (files.get(name) for name in _DATA_FILES)
+    results_label, verdict_label, base_label = (str(folder / name) for name in _DATA_FILES)
     if verdict_data is None:
         raise GateError(f"{verdict_label}: file not found")
     verdict = parse_verdict(verdict_data, verdict_label)
@@ -114,6 +119,34 @@ def parse_data(files: Mapping[str, bytes | None], folder: Path
         if base_data is not None and not (failed and _failed_verdict(base_data, base_label)) \
         else None
     return verdict, results, base
+
+
+def parse_history_data(data: bytes | None, label: str
+                       ) -> tuple[list[HistoryVersion], str | None]:
+    """The blessed versions of a ``history.json`` (``None``: not there), and why there are none
+    to chart when that is worth a warning. It only adds a block to the scoreboard, so a file
+    that is missing or not valid leaves the block out and fails nothing; a failed check's
+    error verdict in its place (every output is replaced by it) is no history, and no news."""
+    if data is None:
+        return [], f"{label}: file not found; the history block is left out"
+    if _failed_verdict(data, label):
+        return [], None
+    try:
+        return list(parse_history(data, label).versions), None
+    except GateError as exc:
+        return [], f"{exc}; the history block is left out"
+
+
+def read_history_file(path: Path) -> bytes | None:
+    """The bytes of a ``history.json`` (``None``: not there), never more than one past what
+    :func:`parse_history` takes: a file that size is refused unread."""
+    try:
+        with path.open("rb") as file:
+            return file.read(MAX_BYTES + 1)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise GateError(f"{path}: cannot read: {exc.strerror}") from exc
 
 
 def _read_if_there(path: Path) -> bytes | None:
@@ -186,6 +219,17 @@ def load_artifact(folder: Path) -> tuple[Verdict, Results | None, Baseline | Non
     return _scrubbed(verdict), results, base
 
 
+def load_artifact_history(folder: Path) -> tuple[list[HistoryVersion], str | None]:
+    """The artifact's ``history.json`` (:func:`parse_history_data`), its justifications
+    dropped: free text from the artifact is not posted, however escaped."""
+    path = folder / HISTORY_FILE
+    try:
+        versions, note = parse_history_data(read_history_file(path), str(path))
+    except GateError as exc:
+        versions, note = [], f"{exc}; the history block is left out"
+    return [v.model_copy(update={"justification": ""}) for v in versions], note
+
+
 def post(body: str, pr: int, key: str, mode: str, context: Context) -> tuple[str | None, str | None]:
     """Post or update the sticky comment on PR ``pr`` of ``context``'s repository: (url, warning)."""
     from membench_gate.ci.github import post_sticky_comment
@@ -236,7 +280,10 @@ def comment(settings: Settings, *, report: Path | None = None, verdict: Path | N
     if from_artifact is not None:
         verdict_data, results_data, base_data = load_artifact(from_artifact)
         corroborate(verdict_data, read_step(from_artifact), context, from_artifact)
-        body = body_from_data(verdict_data, results_data, base_data)
+        history, note = load_artifact_history(from_artifact)
+        if note is not None:
+            _warn(note, context)
+        body = body_from_data(verdict_data, results_data, base_data, history=history)
         try:
             pr = _artifact_pr(context)
         except GateError as exc:

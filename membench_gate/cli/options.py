@@ -94,6 +94,9 @@ MERGE_OUT = OUT.but(metavar="FILE", required=True, help="merged results file to 
 IMPORT_OUT = OUT.but(metavar="DIR", required=True, help="fixture folder to write (with SOURCE.json)")
 BASE_OUT = option("--base-out", type=Path, metavar="FILE",
                   help="also write the base commit's baseline (for re-rendering the report)")
+HISTORY_OUT = option("--history-out", type=Path, metavar="FILE",
+                     help="also write the base branch's last blessed baselines, as the report's "
+                          "history block charts them (for re-rendering the report)")
 REPORT = option("--report", type=Path, metavar="FILE", help="write the Markdown report")
 COMMENT_REPORT = REPORT.but(help="Markdown to post as it is (cut to the comment limit)")
 JSON = option("--json", type=Path, metavar="FILE", help="write the verdict as JSON")

@@ -57,7 +57,7 @@ COMMANDS: dict[str, Command] = {
         o.PARTS, o.MERGE_OUT, o.CONFIG, o.DEBUG)),
     "check": Command("check:cmd_check", "run and gate against the base commit's baseline", (
         *o.ADAPTER_RUN, o.BASE_REF, o.RESULTS, o.ALLOW_REGRESSION, o.REPORT, o.JSON,
-        o.VERIFY_DETERMINISM, o.CHECK_OUT, o.BASE_OUT, o.INCLUDE_HOLDOUT)),
+        o.VERIFY_DETERMINISM, o.CHECK_OUT, o.BASE_OUT, o.HISTORY_OUT, o.INCLUDE_HOLDOUT)),
     "bless": Command("bless:cmd_bless", "write the baseline (atomically), justified where the "
                                         "gate requires it", (
         *o.ADAPTER_RUN, o.JUSTIFICATION, o.BASE_REF, o.BLESS_RESULTS)),

@@ -22,7 +22,8 @@ if TYPE_CHECKING:
 def cmd_check(args: argparse.Namespace) -> int:
     git = None
     try:
-        with fail_closed(str(args.config), [args.json, args.out, args.base_out], [args.report]):
+        with fail_closed(str(args.config), [args.json, args.out, args.base_out, args.history_out],
+                         [args.report]):
             from membench_gate.adapter import seal
 
             seal.establish(required=args.seal)  # before any adapter starts (docs/gate.md, "Sealed")
@@ -31,7 +32,7 @@ def cmd_check(args: argparse.Namespace) -> int:
             from membench_gate.commands.compare import Outputs, check
 
             outputs = Outputs(json=args.json, report=args.report, out=args.out,
-                              base_out=args.base_out)
+                              base_out=args.base_out, history_out=args.history_out)
             context = Context.from_env()
     except BaseException:  # check() did not take over: end the git processes
         if git is not None:

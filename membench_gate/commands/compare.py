@@ -21,6 +21,7 @@ from membench_gate.errors import GateError
 from membench_gate.files import read_file, write_atomic
 from membench_gate.gate.rules import decide, floors_of
 from membench_gate.model.canonical import canonical_dumps
+from membench_gate.model.history import dumps_history
 from membench_gate.model.results import (
     Baseline,
     Cell,
@@ -31,7 +32,7 @@ from membench_gate.model.results import (
     parse_results,
 )
 from membench_gate.model.verdict import Verdict
-from membench_gate.report.history import COMMENT_HISTORY, Blessed, blessed
+from membench_gate.report.history import COMMENT_HISTORY, Blessed, blessed, record
 from membench_gate.report.summary import verdict_summary
 from membench_gate.run.measure import measurement_hash
 
@@ -46,12 +47,14 @@ __all__ = ["BaseSide", "Inputs", "Outputs", "check", "read_base", "read_committe
 
 class Outputs(NamedTuple):
     """The files a check writes (each optional): the verdict JSON, the Markdown report, this
-    run's results and the base commit's baseline (for re-rendering the report elsewhere)."""
+    run's results, the base commit's baseline and the base branch's last blessed baselines (for
+    re-rendering the report elsewhere)."""
 
     json: Path | None = None
     report: Path | None = None
     out: Path | None = None
     base_out: Path | None = None
+    history_out: Path | None = None
 
 
 NO_OUTPUTS = Outputs()
@@ -205,8 +208,8 @@ def check(config_path: Path, context: Context, *, base_ref: str | None = None,
     ahead for the config's folder (ended at the end when the lookup did not adopt them).
     """
     try:
-        with fail_closed(str(config_path), [outputs.json, outputs.out, outputs.base_out],
-                         [outputs.report]):
+        with fail_closed(str(config_path), [outputs.json, outputs.out, outputs.base_out,
+                                            outputs.history_out], [outputs.report]):
             config = load_config(config_path).with_holdout(include_holdout)
             if allow_regression is not None and context.ci:
                 raise GateError("--allow-regression is local only: refused because CI or "
@@ -268,8 +271,13 @@ def write_outputs(outputs: Outputs, verdict: Verdict, results: Results, base: Ba
             write_atomic(outputs.base_out, dumps_baseline(base))
         else:  # no base baseline: an earlier run's must not stand in for it
             outputs.base_out.unlink(missing_ok=True)
+    # The report and history.json from one record: a report rendered elsewhere from the file
+    # shows the same block. No history (a first baseline) is an empty list, still written.
+    blessed_record = record(history or [])
+    if outputs.history_out is not None:
+        write_atomic(outputs.history_out, dumps_history(blessed_record))
     if outputs.report is not None:
         from membench_gate.report.render import render
 
         write_atomic(outputs.report, render(verdict, results, base, limit=None,
-                                            history=history or ()))
+                                            history=blessed_record.versions))

@@ -1,7 +1,8 @@
 """JSON Schemas of the files membench-gate writes, generated from the pydantic models.
 
 ``python -m membench_gate.model.schemas`` rewrites ``membench_gate/schemas/*.schema.json``; a test checks
-the shipped files are up to date, so other tools can validate baselines, results and verdicts.
+the shipped files are up to date, so other tools can validate baselines, results, verdicts and
+histories.
 """
 
 from __future__ import annotations
@@ -11,11 +12,13 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from membench_gate.model.history import History
 from membench_gate.model.results import Baseline, Results
 from membench_gate.model.verdict import Verdict
 
 SCHEMA_DIR = Path(__file__).resolve().parent.parent / "schemas"  # data beside the package code
-MODELS: dict[str, type[BaseModel]] = {"baseline": Baseline, "results": Results, "verdict": Verdict}
+MODELS: dict[str, type[BaseModel]] = {"baseline": Baseline, "results": Results, "verdict": Verdict,
+                                      "history": History}
 
 
 def schema_text(model: type[BaseModel]) -> str:

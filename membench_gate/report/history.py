@@ -16,16 +16,25 @@ from typing import Any, NamedTuple, Protocol
 from membench_gate.errors import GateError, visible
 from membench_gate.model import metrics
 from membench_gate.model.canonical import round4
+from membench_gate.model.history import (
+    EXCERPT_CHARS,
+    MAX_CELLS,
+    MAX_METRICS,
+    MAX_VERSIONS,
+    NAME,
+    History,
+    HistoryVersion,
+)
 from membench_gate.model.results import Baseline, Results, parse_baseline
 from membench_gate.report import findings
 from membench_gate.report.summary import metric_text
 
 # How many blessed baselines of the base branch the comment's chart shows (the newest).
-COMMENT_HISTORY = 10
+COMMENT_HISTORY = MAX_VERSIONS
 # Metrics the comment charts at most, the biggest moves first: the chart is a glance, the
 # history command shows every metric.
 COMMENT_CHARTS = 6
-_EXCERPT = 60  # characters of a justification in the table
+_EXCERPT = EXCERPT_CHARS  # characters of a justification in the table
 LINE_COLOUR = "#0969da"  # the scoreboard's head colour: one line, the branch's own numbers
 
 
@@ -293,12 +302,33 @@ def _mermaid_text(text: str) -> str:
     return "".join(ch if ch.isalnum() or ch in " ._/@()+-:" else " " for ch in text)
 
 
-def moved_charts(history: Sequence[Blessed], results: Results, base: Baseline | None
+def record(history: Sequence[Blessed]) -> History:
+    """What the scoreboard's history block needs of ``history`` (its newest
+    :data:`COMMENT_HISTORY`), as ``check --history-out`` writes it: per version the short sha,
+    the date, the start of the justification and the gated metrics."""
+    versions = []
+    for entry in history[-COMMENT_HISTORY:]:
+        gated: dict[str, dict[str, float]] = {}
+        # Within the file's bounds (far beyond any config's cells): a chart is never worth a
+        # failed check, and a name the file cannot hold is no cell this run can move.
+        for cell in sorted(c for c in entry.baseline.cells if NAME.match(c))[:MAX_CELLS]:
+            names = [n for n in entry.baseline.cells[cell].metrics if NAME.match(n)
+                     and metrics.gate_kind(cell, n) != "report"]
+            found = {n: v for n in sorted(names) if (v := value(entry, (cell, n))) is not None}
+            if found:
+                gated[cell] = dict(list(found.items())[:MAX_METRICS])
+        versions.append(HistoryVersion(sha=entry.sha[:12], date=entry.date,
+                                       justification=excerpt(entry), metrics=gated))
+    return History(versions=versions)
+
+
+def moved_charts(history: Sequence[HistoryVersion], results: Results, base: Baseline | None
                  ) -> list[dict[str, Any]]:
     """One Mermaid line chart per gated metric this run moves against the base (the biggest
     moves first, at most :data:`COMMENT_CHARTS`): its value in each of the last blessed
-    baselines of the base branch, then this run's. Empty without a history (a first baseline)
-    or without a move."""
+    baselines of the base branch (:func:`record`), then this run's. Empty without a history (a
+    first baseline) or without a move. Only the shas and the values of ``history`` are shown:
+    names and labels come from ``results``."""
     if not history or base is None:
         return []
     moved = []
@@ -315,7 +345,7 @@ def moved_charts(history: Sequence[Blessed], results: Results, base: Baseline | 
         key = (cell, name)
         # The baselines that hold the metric (a cell added later has no earlier values).
         points = [(entry.sha[:7], v) for entry in history
-                  if (v := value(entry, key)) is not None]
+                  if (v := entry.value(cell, name)) is not None]
         if not points:
             continue
         points.append(("this PR", float(round4(results.cells[cell].metrics[name]))))

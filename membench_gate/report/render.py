@@ -28,6 +28,7 @@ from membench_gate.errors import visible
 from membench_gate.files import data_dir
 from membench_gate.model import metrics
 from membench_gate.model.canonical import round4
+from membench_gate.model.history import HistoryVersion
 from membench_gate.model.results import Baseline, Results
 from membench_gate.model.verdict import Breach, Breaches, ItemBreaches, Verdict
 from membench_gate.report import findings
@@ -334,7 +335,7 @@ def _nothing_measured() -> Results:
 
 def context(verdict: Verdict, results: Results | None, base: Baseline | None, *, level: str,
             full_report: str | None = None,
-            history: Sequence[blessed_history.Blessed] = ()) -> dict[str, Any]:
+            history: Sequence[HistoryVersion] = ()) -> dict[str, Any]:
     """Everything the template shows, as plain data; ``level`` says which sections to keep."""
     check = verdict.justification_check
     ran = results is not None
@@ -384,7 +385,11 @@ def context(verdict: Verdict, results: Results | None, base: Baseline | None, *,
         "controls": _controls(cells),
         "net": _net_chart(results, base) if not short else None,
         "history": {"count": len(history), "colour": blessed_history.LINE_COLOUR,
-                    "charts": blessed_history.moved_charts(history, results, base)}
+                    "charts": blessed_history.moved_charts(history, results, base),
+                    # The table says why each version was blessed; none without a reason.
+                    "blessed": [{"sha": v.sha[:7], "date": v.date[:10],
+                                 "justification": v.justification} for v in history]
+                    if any(v.justification for v in history) else []}
         if not short else None,
         "stories": _stories(verdict, results, base, level) if level != "minimal" else None,
         "gains": gains,
@@ -441,10 +446,11 @@ def _escaping_keeps(text: str) -> bool:
 
 def render(verdict: Verdict, results: Results | None, base: Baseline | None, *,
            limit: int | None = SUMMARY_LIMIT, full_report: str | None = None,
-           history: Sequence[blessed_history.Blessed] = ()) -> str:
+           history: Sequence[HistoryVersion] = ()) -> str:
     """The scoreboard Markdown; with a ``limit`` (UTF-8 bytes), cut by whole sections to fit.
     ``history`` are the last blessed baselines of the base branch, oldest first (read with git
-    by ``check``): the metrics this run moves are charted across them."""
+    by ``check``, or its ``history.json``): the metrics this run moves are charted across
+    them."""
     template = _environment().get_template("scoreboard.md.j2")
     text = ""
     for level in _LEVELS:

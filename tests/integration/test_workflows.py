@@ -121,4 +121,4 @@ def test_the_fork_comment_workflow_never_checks_out() -> None:
     [upload] = [s for s in uploaded["jobs"]["gate"]["steps"]
                 if str(s.get("uses", "")).startswith("actions/upload-artifact@")]
     assert {line.rsplit("/", 1)[-1] for line in upload["with"]["path"].splitlines()} == {
-        "results.json", "verdict.json", "base.json", "step.json"}
+        "results.json", "verdict.json", "base.json", "step.json", "history.json"}

@@ -22,6 +22,9 @@ from pathlib import Path
 
 import pytest
 
+from membench_gate.model.canonical import canonical_dumps
+from membench_gate.report.render import escape_md
+from tests.support.cli import seed_repo
 from tests.support.fakegithub import FakeGitHub
 from tests.support.gaterepo import (
     EXITING_ADAPTER,
@@ -42,7 +45,7 @@ from tests.support.gaterepo import (
     step_env,
     workflow_commands,
 )
-from tests.support.gitrepos import clean_env, pr_clone
+from tests.support.gitrepos import bare_origin, clean_env, commit, git, pr_clone
 
 TOKEN = "ghs_0123456789abcdefFAKEtokenFORtheGATEtests"
 COMMENTS = rf"/repos/{REPOSITORY}/issues/{PR_NUMBER}/comments"
@@ -396,3 +399,43 @@ def test_a_membench_gate_folder_in_the_checkout_cannot_stand_in_for_the_gate(
     assert run.outputs["verdict"] == "regression" and run.outputs["exit-code"] == "1"
     assert run.verdict()["verdict"] == "regression"
     assert run.summary.startswith("## membench-gate: ❌ REGRESSION")
+
+
+HOSTILE = 'recall down <img src=x> @octocat | "] ``` #1'  # Markdown, Mermaid, mention
+
+
+def test_the_comment_charts_what_the_pr_moves_over_the_blessed_baselines(
+        fake: FakeGitHub, tmp_path: Path) -> None:
+    # main holds four blessed baselines (the last one the real run's again); the checkout has
+    # the base branch's history (actions/checkout with fetch-depth: 0).
+    seed = seed_repo(tmp_path / "history" / "seed", {"membench.toml": config_text()})
+    baseline = "baselines/main.json"
+    real = json.loads((seed / baseline).read_text(encoding="utf-8"))
+    shas = [git(seed, "log", "-1", "--format=%H", "--", baseline)]
+    for recall, why in ((0.5, ""), (0.55, HOSTILE), (None, "back to the real run")):
+        data = json.loads(json.dumps(real))
+        if recall is not None:
+            data["cells"]["veto/files_known"]["metrics"]["veto_recall_at_k"] = recall
+        data["justification"] = {"text": why, "breaches": []} if why else None
+        shas.append(commit(seed, f"bless {recall}", {baseline: canonical_dumps(data)}))
+    checkout = pull_request((bare_origin(seed), shas[-1]), tmp_path,
+                            {"membench.toml": config_text(tau=0.4)})
+    git(checkout.path, "fetch", "-q", "--no-tags", "--unshallow", "origin")
+    run = run_step(checkout, fake, tmp_path)
+    assert run.returncode == 1, run.log
+
+    (posted,) = fake.comments_on(PR_NUMBER)
+    body = posted["body"]
+    block = body[body.index("<details><summary>History:"):]
+    block = block[:block.index("</details>")]
+    assert "over the last 4 blessed baselines of the base branch" in block
+    axis = "x-axis [" + ", ".join(f'"{sha[:7]}"' for sha in shas) + ', "this PR"]'
+    assert block.count("```mermaid") >= 1 and block.count(axis) == block.count("```mermaid")
+    # Why each was blessed, escaped as every untrusted text of the comment is.
+    assert f"| `{shas[2][:7]}` | " in block and escape_md(HOSTILE) in block
+    assert "<img" not in block and "@octocat" not in block
+    assert block in run.summary  # the job summary shows the same block
+    # The artifact's history.json: what the comment was rendered from.
+    history = json.loads((run.out_dir / "history.json").read_text(encoding="utf-8"))
+    assert [v["sha"] for v in history["versions"]] == [sha[:12] for sha in shas]
+    assert history["versions"][1]["metrics"]["veto/files_known"]["veto_recall_at_k"] == 0.5
