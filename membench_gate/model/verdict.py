@@ -16,9 +16,17 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Any, Literal, NamedTuple, overload
+from typing import Any, Literal, NamedTuple, cast, overload
 
-from pydantic import BaseModel, ConfigDict, Field, GetCoreSchemaHandler, GetJsonSchemaHandler
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    GetCoreSchemaHandler,
+    GetJsonSchemaHandler,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+)
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema, core_schema
 
@@ -41,17 +49,47 @@ class _Model(BaseModel):
     model_config = ConfigDict(defer_build=True)
 
 
+class Offender(_Model):
+    """An item that violates a zero-gated metric: its cell and id, and the ids at fault (what
+    it leaked: another source's pages); empty when the item itself is the fault (a control that
+    did not fail)."""
+
+    cell: str
+    id: str
+    ids: list[str] = []
+
+
 class Breach(_Model):
     """One thing that got worse, or a measurement made easier. ``key`` is
     ``suite/condition:metric`` or ``suite/condition#item`` (a whole cell is keyed by
     ``suite/condition``); a suite-wide easing is ``suite:option:<name>`` or
-    ``suite:corpus-removed``, and a moved baseline ``gate:baseline-moved``."""
+    ``suite:corpus-removed``, and a moved baseline ``gate:baseline-moved``. ``offenders``: the
+    items of a zero-gated breach (rule 1) that violate it, every one, whether or not they
+    failed at base."""
 
     key: str
     kind: BreachKind
     base: float | str | None = None
     head: float | str | None = None
     detail: str
+    offenders: list[Offender] = []
+
+    @model_serializer(mode="wrap")
+    def _without_empty_offenders(self, handler: SerializerFunctionWrapHandler) -> Any:
+        # Written only where there are some, so every other breach reads as before (and as an
+        # item run of ``ItemBreaches`` writes it).
+        data = handler(self)
+        if isinstance(data, dict) and not data.get("offenders"):
+            data.pop("offenders", None)
+        return data
+
+    @classmethod
+    def __get_pydantic_json_schema__(cls, schema: CoreSchema, handler: GetJsonSchemaHandler
+                                     ) -> JsonSchemaValue:
+        # What the serializer writes is the model's fields (``offenders`` left out when empty,
+        # as not required says): the schema of the fields, not of the function's return value.
+        fields = {key: value for key, value in schema.items() if key != "serialization"}
+        return handler(cast(CoreSchema, fields))
 
 
 class ItemBreaches(NamedTuple):

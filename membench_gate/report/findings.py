@@ -120,6 +120,7 @@ class Ranked(NamedTuple):
     detail: str
     count: int = 1
     size: float = 0.0  # the adverse move relative to the metric's range, for ranking
+    offenders: tuple[str, ...] = ()  # a zero-gated breach: each offending item, in words
 
     @property
     def move(self) -> str:
@@ -159,7 +160,17 @@ def _metric_row(breach: Breach, results: Results | None, base: Baseline | None) 
     if breach.kind in _SAID_BY_NUMBERS and name:
         detail = f"{metrics.spec(name).direction} is better"
     return Ranked(group, what, breach.key, breach.kind, breach.base, breach.head, shown,
-                  detail, size=size)
+                  detail, size=size, offenders=offender_lines(breach))
+
+
+def offender_lines(breach: Breach) -> tuple[str, ...]:
+    """Each item that violates a zero-gated breach, in words: ``push/default#conv-01.t03
+    injected from another source: work-roadmap``."""
+    violation = metrics.spec(split_key(breach.key)[1] or "").violation
+    if violation is None:
+        return ()
+    return tuple(f"{o.cell}#{o.id} {violation.words}" + (f": {', '.join(o.ids)}" if o.ids else "")
+                 for o in breach.offenders)
 
 
 def ranked_breaches(verdict: Verdict, results: Results | None,
@@ -304,7 +315,10 @@ class ItemStory:
         for an item newly failing in a ranked suite, gives the gold rank before → after: the
         item passed at base, so its gold was in the top ``base_k`` there (a baseline keeps
         outcomes, not ranks)."""
-        parts = []
+        # A zero-gated violation first: it fails the check whatever the rank says.
+        parts = [f"{v.words}: {', '.join(map(str, found))} — {m.label or m.name}, never "
+                 "blessable" for m, v in metrics.violations(self.cell.partition("/")[0])
+                 if isinstance(found := self.extra.get(v.field), list) and found]
         ranked = self.came_back or []
         rank = self.rank or next((n for n, (i, _) in enumerate(ranked, 1) if i in self.gold), None)
         if self.gold:

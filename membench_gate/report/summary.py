@@ -85,6 +85,10 @@ def verdict_summary(verdict: Verdict, results: Results, base: object = None) -> 
             else:
                 move = f"{_value(row.base)} → {_value(row.head)}"
                 lines.append(f"    {row.what:<{width}}  {move}  {row.delta}")
+                lines += [f"      {line}" for line in row.offenders[:_SHOWN]]
+                if len(row.offenders) > _SHOWN:
+                    lines.append(f"      … and {len(row.offenders) - _SHOWN} more items "
+                                 "(--json has them all)")
         if len(ranked) > _SHOWN:
             lines.append(f"    … and {len(ranked) - _SHOWN} more rows (--json or --report has "
                          "them all)")
