@@ -20,7 +20,7 @@ from membench_gate.gate.rules import HARD_KINDS, NO_BASE_BASELINE
 from membench_gate.model import metrics
 from membench_gate.model.canonical import round4
 from membench_gate.model.results import Baseline, Results
-from membench_gate.model.verdict import Breach, Breaches, ItemBreaches, Verdict
+from membench_gate.model.verdict import BaseInfo, Breach, Breaches, ItemBreaches, Verdict
 
 # Severity groups, most severe first (docs/gate.md, "Reading the scoreboard"): invariants, floors,
 # gated metrics by the size of the adverse move, other changes to what is measured, then items.
@@ -39,6 +39,17 @@ HOW_WORDS = {
     "remote-default-branch": "tip of the remote's default branch",
     "local-branch": "tip of the local default branch",
 }
+
+
+def base_words(info: BaseInfo) -> str | None:
+    """How the base commit was found, in words, and why it is that commit when it is where this
+    branch forked from a branch that moved on since."""
+    how = HOW_WORDS.get(info.how or "", info.how)
+    if not info.tip:
+        return how
+    return (f"where this branch forked from {info.ref or 'the base branch'}, whose tip "
+            f"{info.tip[:12]} ({how}) moved on since: its newer changes are not this one's, so "
+            "the merge-base is compared")
 
 
 def split_key(key: str) -> tuple[str, str | None, str | None]:

@@ -68,7 +68,7 @@ def verdict_summary(verdict: Verdict, results: Results, base: object = None) -> 
     base_line = base if isinstance(base, Baseline) else None
     ranked = findings.ranked_breaches(verdict, results, base_line)
     info = verdict.base
-    how = findings.HOW_WORDS.get(info.how or "", info.how)
+    how = findings.base_words(info)
     where = f"base {info.sha[:12]}" + (f" ({info.ref}, {how})" if info.ref else "") \
         if info.sha else "no base commit"
     lines = [f"membench-gate: {_TITLES[verdict.verdict]} (exit {verdict.exit_code})",
