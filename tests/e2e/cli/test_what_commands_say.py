@@ -109,7 +109,8 @@ def test_a_pr_head_checkout_is_compared_with_where_it_forked(origin: Path, tmp_p
     ci = actions_checkout(f"file://{origin}", tmp_path / "ci", head)
     event = write_event(tmp_path / "event.json", {"pull_request": {
         "base": {"sha": tip, "ref": "main"}, "head": {"sha": head}}})
-    done = run_cli("check", "--json", str(tmp_path / "v.json"), cwd=ci, env={
+    done = run_cli("check", "--json", str(tmp_path / "v.json"), "--report",
+                   str(tmp_path / "report.md"), cwd=ci, env={
         "GITHUB_EVENT_NAME": "pull_request", "GITHUB_SHA": head,
         "GITHUB_EVENT_PATH": str(event)})
     # Compared with main's tip, the docs change would be blamed for main's raised tau.
@@ -118,6 +119,8 @@ def test_a_pr_head_checkout_is_compared_with_where_it_forked(origin: Path, tmp_p
     assert base_line.strip().startswith(f"base {forked[:12]} (main, where this branch forked "
                                         f"from main, whose tip {tip[:12]} "), base_line
     assert "its newer changes are not this one's" in base_line
+    assert f"Base `{forked[:12]}`: where this branch forked from main, whose tip {tip[:12]} " \
+        in (tmp_path / "report.md").read_text()
     verdict = json.loads((tmp_path / "v.json").read_text())
     assert verdict["base"] == {"how": "event-base-sha", "ref": "main", "sha": forked, "tip": tip}
 
