@@ -73,6 +73,8 @@ _PR_EVENTS = ("pull_request", "pull_request_target")
 # Object questions written to `git cat-file --batch` before its answers are read: 64 names
 # (~100 bytes each) stay well under a pipe's 64 KiB, so writing never waits on unread answers.
 _BATCH = 64
+# How far a shallow pull request checkout is deepened, step by step, to find its merge-base.
+_DEEPEN_STEPS = (50, 950)
 _Failure = Callable[[str | None], GateError]  # the error for a failed fetch, given git's reason
 
 
@@ -93,12 +95,15 @@ class BaseCommit(NamedTuple):
     branch, ``main`` for a local branch (never a tag: none is read), ``HEAD`` or ``HEAD^1``, the
     sha given, the event's base ref; ``how`` one of
     ``explicit``, ``merge-commit-parent``, ``event-base-sha``, ``remote-default-branch``,
-    ``local-branch`` (the ``base.how`` of the verdict).
+    ``local-branch`` (the ``base.how`` of the verdict). ``tip`` is the branch's tip when the
+    base is where HEAD forked from it and that is not the tip: the branch moved on since, and
+    its newer commits are not this change's.
     """
 
     sha: str
     ref: str
     how: BaseHow
+    tip: str | None = None
 
 
 def repo_root(path: Path) -> Path:
@@ -260,8 +265,12 @@ class Repo:
            parents, and HEAD equals ``GITHUB_SHA`` when that is set) → its first parent,
            ``merge-commit-parent``. The parents are read from the raw commit object because a
            depth-1 clone hides them from history walks; the parent is fetched on demand.
-        3. the same events otherwise (HEAD is the PR head) → ``pull_request.base.sha``,
-           ``event-base-sha``.
+        3. the same events otherwise (HEAD is the PR head) → the merge-base of HEAD and
+           ``pull_request.base.sha``, ``event-base-sha``: the payload names the base branch's
+           tip, which may have moved on since the branch forked, and a pull request is never
+           blamed for the base's newer changes (GitHub's merge commit of rule 2 holds them on
+           both sides). A shallow clone is deepened until the two histories meet; when they
+           do not, the tip is compared.
         4. ``merge_group`` → ``merge_group.base_sha``, ``event-base-sha``; ``push`` →
            ``before``, ``event-base-sha``, unless it is the zero sha (a new branch) or not an
            ancestor of HEAD (a force push; the payload's ``forced`` flag says so too). In a
@@ -576,9 +585,9 @@ class Repo:
             if len(parents) == 2 and event.sha_of_run in (None, head):
                 return BaseCommit(self.ensure_commit(parents[0]), "HEAD^1", "merge-commit-parent")
             if event.path:  # a payload was given: it must say where the base is, even if empty
-                sha = self.ensure_commit(event.sha("pull_request.base.sha"))
+                tip = self.ensure_commit(event.sha("pull_request.base.sha"))
                 ref = event.text("pull_request.base.ref") or "pull_request.base.sha"
-                return BaseCommit(sha, ref, "event-base-sha")
+                return self._forked(head, tip, ref, "event-base-sha", deepen=True)
         elif event.name == "merge_group" and event.path:
             sha = self.ensure_commit(event.sha("merge_group.base_sha"))
             ref = event.text("merge_group.base_ref") or "merge_group.base_sha"
@@ -611,8 +620,7 @@ class Repo:
             sha = self._origin_branch(name, lambda problem: GateError(
                 f"cannot fetch default branch {name} from origin: "
                 f"{problem or 'it is not a commit'}"))
-            return BaseCommit(self._fork_point(head, sha), f"origin/{name}",
-                              "remote-default-branch")
+            return self._forked(head, sha, f"origin/{name}", "remote-default-branch")
         refs = self._refs(*((_ORIGIN_HEAD, *_ORIGIN_DEFAULTS) if origin else ()), *_LOCAL_DEFAULTS)
         candidates: list[tuple[str, str, BaseHow]] = []  # (label, object id, how), in order
         oid, target = refs.get(_ORIGIN_HEAD, ("", ""))
@@ -625,7 +633,7 @@ class Repo:
         for label, oid, how in candidates:
             sha = self.rev(oid)
             if sha is not None:
-                return BaseCommit(self._fork_point(head, sha), label, how)
+                return self._forked(head, sha, label, how)
         return None
 
     def _from_remote_head(self, head: str, notes: list[str]) -> BaseCommit | None:
@@ -648,7 +656,7 @@ class Repo:
         if sha is None:
             notes.append(f"fetching origin's default branch {name} failed: {problem or 'no commit'}")
             return None
-        return BaseCommit(self._fork_point(head, sha), f"origin/{name}", "remote-default-branch")
+        return self._forked(head, sha, f"origin/{name}", "remote-default-branch")
 
     # -- refs --------------------------------------------------------------------------------
 
@@ -713,12 +721,32 @@ class Repo:
 
     # -- history -----------------------------------------------------------------------------
 
-    def _fork_point(self, head: str, tip: str) -> str:
+    def _forked(self, head: str, tip: str, ref: str, how: BaseHow,
+                deepen: bool = False) -> BaseCommit:
+        """The base where HEAD forked from the branch ``ref`` whose tip is ``tip``, with the tip
+        when the branch moved on since (see :meth:`_fork_point`)."""
+        base = self._fork_point(head, tip, deepen)
+        return BaseCommit(base, ref, how, tip if base != tip else None)
+
+    def _fork_point(self, head: str, tip: str, deepen: bool = False) -> str:
         """Where HEAD forked from the branch whose tip is ``tip``: their merge-base, or the tip
-        when the histories do not meet here (unrelated, or cut off by a shallow clone)."""
+        when the histories do not meet here (unrelated, or cut off by a shallow clone). With
+        ``deepen``, a shallow clone is deepened from origin (a few steps, up to a thousand
+        commits) until they meet: a CI checkout of a pull request's head has one commit of
+        each."""
         if tip == head:  # on the branch's tip: it is its own merge-base
             return head
         done = _git(self.root, "merge-base", head, tip)
+        steps = _DEEPEN_STEPS if deepen and self.shallow and self.has_origin() else ()
+        for depth in steps:
+            if done.returncode == 0:
+                break
+            fetched = _git(self.root, "fetch", "--no-tags", f"--deepen={depth}", "origin",
+                           head, tip)
+            self.close()  # the batch process may have read the shallow history before
+            if fetched.returncode != 0:
+                break
+            done = _git(self.root, "merge-base", head, tip)
         return done.stdout.strip() if done.returncode == 0 else tip
 
     def _is_ancestor(self, ancestor: str, descendant: str) -> bool:

@@ -163,7 +163,7 @@ def read_base(config: Config, base_ref: str | None, context: Context | None = No
             if history and data is not None else []
     # Made without validating: git gave the sha (40 or 64 hex digits, read by pattern) and the
     # lookup the ref and how, so the validator would only be built to agree.
-    info = BaseInfo.model_construct(ref=base.ref, sha=base.sha, how=base.how)
+    info = BaseInfo.model_construct(ref=base.ref, sha=base.sha, how=base.how, tip=base.tip)
     side = BaseSide(info, None, floors, has_config=config_bytes is not None, data=data,
                     config_rel=base_config if config_bytes is not None else None,
                     history=versions)

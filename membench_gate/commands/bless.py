@@ -20,7 +20,7 @@ from membench_gate.config import Config, load_config
 from membench_gate.errors import ExitCode, GateError, describe
 from membench_gate.files import write_atomic
 from membench_gate.gate.justify import check_justification
-from membench_gate.gate.rules import HARD_KINDS, breach_keys, decide, floors_of
+from membench_gate.gate.rules import HARD_KINDS, breach_keys, decide, differing, floors_of
 from membench_gate.model.results import Baseline, Justification, Results, dumps_baseline
 from membench_gate.model.verdict import BaseInfo, JustificationResult
 from membench_gate.report.findings import DRAFT_REASON
@@ -124,9 +124,13 @@ def bless(config_path: Path, context: Context, *, justification: str | None = No
         recorded = Justification(text=" ".join(text.split()), breaches=keys)
     elif text is not None:
         recorded = Justification(text=" ".join(text.split()), breaches=[])
-    write_atomic(config.baseline_path, dumps_baseline(results.to_baseline(recorded)))
+    blessed = results.to_baseline(recorded)
+    write_atomic(config.baseline_path, dumps_baseline(blessed))
     print(f"baseline written to {config.baseline} ({len(results.cells)} cells); "
           + _compared(base, keys))
+    if committed is not None and not committed.same_content(blessed):
+        print("  it replaces a committed baseline that did not match this run"
+              + differing(committed, blessed))
     return ExitCode.PASS
 
 

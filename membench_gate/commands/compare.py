@@ -45,6 +45,9 @@ __all__ = ["BaseSide", "Inputs", "Outputs", "check", "read_base", "read_committe
            "read_results"]
 
 
+NOT_DETERMINISTIC = "determinism check failed"
+
+
 class Outputs(NamedTuple):
     """The files a check writes (each optional): the verdict JSON, the Markdown report, this
     run's results, the base commit's baseline and the base branch's last blessed baselines (for
@@ -139,7 +142,7 @@ def _results(config: Config, inputs: Inputs, verify_determinism: bool) -> Result
         where = first_difference(results, run(config, None, preloaded=inputs.fixtures))
         if where:
             inputs.reasons.append(
-                f"determinism check failed: two runs of the same config differ, first at "
+                f"{NOT_DETERMINISTIC}: two runs of the same config differ, first at "
                 f"{where} (equal scores in an arbitrary order? sort ties by score, then id)")
     return results
 
@@ -218,9 +221,14 @@ def check(config_path: Path, context: Context, *, base_ref: str | None = None,
                 raise GateError("--allow-regression needs a reason")
             inputs = read_inputs(config, context, config_path, base_ref, results, git)
             actual = _results(config, inputs, verify_determinism)
-            if outputs.out is not None and results is None:
+            if outputs.out is not None:  # with --results: the file checked, re-derived
                 write_atomic(outputs.out, dumps_results(actual))
             verdict = _compare(config, context, config_path, actual, inputs, allow_regression)
+            if verify_determinism and not any(r.startswith(NOT_DETERMINISTIC)
+                                              for r in inputs.reasons):
+                verdict.notes.append("--verify-determinism: the suites ran twice on the same "
+                                     "config and fixtures, and the two runs' results are "
+                                     "identical")
             write_outputs(outputs, verdict, actual, inputs.base.baseline,
                           base_history(inputs.base))
             print(verdict_summary(verdict, actual, inputs.base.baseline))

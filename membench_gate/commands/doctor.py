@@ -288,7 +288,10 @@ def render(config: Config, checks: list[Check], latencies: dict[str, list[float]
     """The table a person reads in a terminal; what the adapter said in it (its name, messages,
     stderr) shown :func:`visible`."""
     target = " ".join(config.adapter_command) if config.adapter_command else config.adapter
-    lines = [f"membench-gate doctor: adapter {name!r} ({target})", ""]
+    # The name the adapter gives itself, and where it runs from when that says something else
+    # (a Python host names itself by its target: said once).
+    lines = [f"membench-gate doctor: adapter {name!r}" + (f" ({target})" if target != name else ""),
+             ""]
     width = max(len(c.name) for c in checks)
     marks = {True: "ok  ", False: "FAIL", None: "n/a "}
     lines += [f"  {marks[c.ok]}  {c.name.ljust(width)}  {c.detail}" for c in checks]

@@ -19,7 +19,7 @@ from typing import Any, NamedTuple
 from membench_gate.errors import ExitCode
 from membench_gate.model import metrics
 from membench_gate.model.canonical import round4
-from membench_gate.model.results import Baseline, Cell
+from membench_gate.model.results import Baseline, Cell, Results
 from membench_gate.model.verdict import (
     Breach,
     Breaches,
@@ -28,6 +28,7 @@ from membench_gate.model.verdict import (
     ItemBreaches,
     JustificationResult,
     Mode,
+    Offender,
     Verdict,
     VerdictName,
     not_needed,
@@ -90,13 +91,38 @@ def _invariants(actual: Baseline, base: Baseline | None,
             if metrics.gate_kind(cell_name, name) == "zero" and _rounded(value) > 0 \
                     and key not in found:
                 before = base.cells.get(cell_name) if base else None
+                offenders = _offenders(actual, cell_name, name) if not where else []
                 found[key] = Breach(
                     key=key, kind="zero",
                     base=_rounded(before.metrics.get(name)) if before else None, head=_rounded(value),
                     detail=f"{name} must be 0 in every run; it is {round4(value)} "
-                           f"(never waivable or blessable){where}",
+                           f"(never waivable or blessable){where}" + (
+                               f"; {len(offenders)} item{'s' if len(offenders) != 1 else ''} "
+                               "offend" + ("s" if len(offenders) == 1 else "")
+                               if offenders else ""),
+                    offenders=offenders,
                 )
     return list(found.values())
+
+
+def _offenders(actual: Baseline, cell: str, name: str) -> list[Offender]:
+    """The items of ``cell``'s suite whose records show a violation of the zero-gated metric
+    ``name`` (the registry says which record field, :class:`metrics.Violation`), read from the
+    run's own records: every offender, whether or not it failed at base."""
+    spec = metrics.spec(name)
+    if spec.violation is None or not isinstance(actual, Results):
+        return []
+    suite, field_name = cell.partition("/")[0], spec.violation.field
+    found = []
+    for cell_name in sorted(actual.items):
+        if cell_name.partition("/")[0] != suite:
+            continue
+        for item, record in sorted(actual.items[cell_name].items()):
+            value = record.get(field_name) if isinstance(record, dict) else None
+            if value is False or (isinstance(value, list) and value):
+                found.append(Offender(cell=cell_name, id=item,
+                                      ids=[str(v) for v in value] if value else []))
+    return found
 
 
 def _floors(actual: Baseline, floors: Iterable[Floor]) -> list[Breach]:
@@ -339,7 +365,8 @@ def _compare(base: Baseline | None, committed: Baseline | None, actual: Baseline
             notes.append("baseline introduced: no baseline at the base commit")
             return _finish("regression" if hard else "pass", mode, breaches=hard, notes=notes)
         notes.append("no baseline at the base commit and the committed baseline does not match "
-                     "this run: run membench-gate bless and commit the baseline"
+                     f"this run{differing(committed, actual)}: run membench-gate bless and "
+                     "commit the baseline"
                      if committed is not None else
                      "no baseline at the base commit and none in the working tree: run "
                      "membench-gate bless and commit the baseline")
@@ -356,10 +383,12 @@ def _compare(base: Baseline | None, committed: Baseline | None, actual: Baseline
         bless_required = "the baseline exists at the base commit but was deleted in the working tree"
     elif same_hash:
         if not matches_run and not committed.same_content(base):
-            bless_required = "committed baseline does not match this run"
+            bless_required = "committed baseline does not match this run" \
+                + differing(committed, actual)
     elif not matches_run:
         bless_required = ("the fixtures or suite options changed (fixtures_hash differs from the "
-                          "base) and the committed baseline does not match this run")
+                          "base) and the committed baseline does not match this run"
+                          + differing(committed, actual))
 
     soft = Breaches([*base_breaches, *comparison.breaches])
     keys = sorted(soft.iter_keys())
@@ -400,6 +429,16 @@ def _compare(base: Baseline | None, committed: Baseline | None, actual: Baseline
         if not matches_run:
             notes.append(UNBANKED)
     return _finish("pass", mode, notes=notes, **common)
+
+
+def differing(committed: Baseline, actual: Baseline, shown: int = 5) -> str:
+    """``": at X, Y and N more (committed → run)"``: where a committed baseline differs from
+    the run, the first few cells or metrics by key, so the user sees what to bless or revert."""
+    found = committed.differences(actual)
+    if not found:
+        return ""
+    more = f" and {len(found) - shown} more" if len(found) > shown else ""
+    return f" (committed → run): {'; '.join(found[:shown])}{more}"
 
 
 def _judge_justification(committed: Baseline, base: Baseline,

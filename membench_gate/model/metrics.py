@@ -23,6 +23,15 @@ GateKind = Literal["gated", "zero", "report"]
 Unit = Literal["rate", "count"]
 
 
+class Violation(NamedTuple):
+    """Where one violation of a zero-gated metric shows in the item records of its suite: the
+    record ``field`` holds either the ids at fault (a non-empty list: what leaked) or ``False``
+    (the item should have been true: a control that did not fail); ``words`` say it of an item."""
+
+    field: str
+    words: str
+
+
 class Metric(NamedTuple):
     name: str
     suite: str
@@ -33,6 +42,7 @@ class Metric(NamedTuple):
     label: str = ""  # what people call it in a report ("k" is replaced by the suite's k); default
     # derived from the name
     unit: Unit = "rate"  # a rate moves in points (0.05 = 5 pts); a count moves in units
+    violation: Violation | None = None  # a zero-gated metric: which items offend, and how
 
 
 # The cells each suite produces: "suite/condition". Floors and the report read this list.
@@ -61,10 +71,12 @@ def known_cell(cell: str) -> bool:
 _NET = re.compile(r"^net_at_(?P<lam>\d+(?:\.\d+)?)$")
 
 
-def _invariant(name: str, suite: str, label: str, glossary: str) -> Metric:
+def _invariant(name: str, suite: str, label: str, glossary: str,
+               violation: Violation) -> Metric:
     """A zero-gated metric: a count of violations that must be 0 in every run (rule 1), so lower
     is better and it moves in units, whatever suite it belongs to."""
-    return Metric(name, suite, "lower", "zero", glossary, label=label, unit="count")
+    return Metric(name, suite, "lower", "zero", glossary, label=label, unit="count",
+                  violation=violation)
 
 
 def _shown_count(name: str, suite: str, direction: Direction, glossary: str,
@@ -101,7 +113,8 @@ REGISTRY: dict[str, Metric] = {
         ),
         _invariant("controls_passing", "abstention", "controls not failing",
                    "Number of abstention controls (floor off, shuffled ids) that did not fail; a "
-                   "control that passes means the suite cannot tell good from broken."),
+                   "control that passes means the suite cannot tell good from broken.",
+                   Violation("control_failed", "did not fail, as a control must")),
         Metric("coverage", "abstention", "higher", "report",
                "Share of probes the system answered instead of abstaining."),
         _shown_count("correct", "abstention", "higher",
@@ -129,7 +142,8 @@ REGISTRY: dict[str, Metric] = {
                "Share of gold ids that were injected on the turn that called for them."),
         _invariant("source_isolation_violations", "push", "source-isolation violations",
                    "Number of injected ids that belong to another source than the "
-                   "conversation's (e.g. a personal page in a work chat)."),
+                   "conversation's (e.g. a personal page in a work chat).",
+                   Violation("foreign", "injected from another source")),
         _shown_count("avg_injected_tokens", "push", "lower",
                      "Mean number of whitespace tokens of page text injected per turn.",
                      label="injected tokens per turn"),
@@ -190,6 +204,12 @@ def format_number(value: float) -> str:
     if float(value).is_integer():
         return str(int(value))
     return format(Decimal(repr(float(value))).normalize(), "f")
+
+
+def violations(suite: str) -> list[tuple[Metric, Violation]]:
+    """The zero-gated metrics of ``suite`` whose violations its item records show."""
+    return [(m, m.violation) for m in REGISTRY.values()
+            if m.suite == suite and m.violation is not None]
 
 
 def spec(name: str) -> Metric:

@@ -103,6 +103,36 @@ class Baseline(_Strict):
                 return False
         return _small_fields(self) == _small_fields(other)
 
+    def differences(self, other: Baseline) -> list[str]:
+        """Where ``other`` differs from this baseline in what ``same_content`` compares, one
+        phrase per cell, metric or field, in key order (``"veto/default:recall_at_5 0.8 →
+        0.75"``): what a user must see to know why a committed baseline is not this run's."""
+        found: list[str] = []
+        for name in sorted(self.cells.keys() | other.cells.keys()):
+            mine, theirs = self.cells.get(name), other.cells.get(name)
+            if mine is None or theirs is None:
+                found.append(f"{name} {'only in the run' if mine is None else 'not in the run'}")
+                continue
+            for metric in sorted(mine.metrics.keys() | theirs.metrics.keys()):
+                a, b = mine.metrics.get(metric), theirs.metrics.get(metric)
+                if a is None or b is None or round4(a) != round4(b):
+                    shown = ["—" if v is None else f"{round4(v):g}" for v in (a, b)]
+                    found.append(f"{name}:{metric} {shown[0]} → {shown[1]}")
+            if mine.gold_total != theirs.gold_total:
+                found.append(f"{name} gold items {mine.gold_total} → {theirs.gold_total}")
+            if mine.failed != theirs.failed:
+                gone, new = set(mine.failed) - set(theirs.failed), set(theirs.failed) - set(mine.failed)
+                found.append(f"{name} failed items (+{len(new)} −{len(gone)})")
+        for field in ("digests", "corpus"):
+            mine_f, theirs_f = getattr(self, field), getattr(other, field)
+            found += [f"{suite} {'item' if field == 'digests' else 'corpus'} digests"
+                      for suite in sorted(mine_f.keys() | theirs_f.keys())
+                      if mine_f.get(suite) != theirs_f.get(suite)]
+        mine_s, theirs_s = _small_fields(self), _small_fields(other)
+        found += [key for key in sorted(mine_s.keys() | theirs_s.keys())
+                  if mine_s.get(key) != theirs_s.get(key)]
+        return found
+
 
 class Receipt(BaseModel):
     """Facts about one run that are not part of the measurement (never in a baseline).

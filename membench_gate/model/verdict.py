@@ -16,9 +16,17 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Any, Literal, NamedTuple, overload
+from typing import Any, ClassVar, Literal, NamedTuple, cast, overload
 
-from pydantic import BaseModel, ConfigDict, Field, GetCoreSchemaHandler, GetJsonSchemaHandler
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    GetCoreSchemaHandler,
+    GetJsonSchemaHandler,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+)
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema, core_schema
 
@@ -41,17 +49,57 @@ class _Model(BaseModel):
     model_config = ConfigDict(defer_build=True)
 
 
-class Breach(_Model):
+class _Sparse(_Model):
+    """A model whose later, optional fields (``_SPARSE``) are written only when they hold
+    something, so files without them read as they did before those fields existed (and an item
+    run of ``ItemBreaches`` writes a breach as ``Breach`` does)."""
+
+    _SPARSE: ClassVar[tuple[str, ...]] = ()
+
+    @model_serializer(mode="wrap")
+    def _without_empty(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        if isinstance(data, dict):
+            for name in self._SPARSE:
+                if not data.get(name):
+                    data.pop(name, None)
+        return data
+
+    @classmethod
+    def __get_pydantic_json_schema__(cls, schema: CoreSchema, handler: GetJsonSchemaHandler
+                                     ) -> JsonSchemaValue:
+        # The serializer writes the model's fields (a sparse one left out, as "not required"
+        # says): the schema of the fields, not of the function's return value.
+        fields = {key: value for key, value in schema.items() if key != "serialization"}
+        return handler(cast(CoreSchema, fields))
+
+
+class Offender(_Model):
+    """An item that violates a zero-gated metric: its cell and id, and the ids at fault (what
+    it leaked: another source's pages); empty when the item itself is the fault (a control that
+    did not fail)."""
+
+    cell: str
+    id: str
+    ids: list[str] = []
+
+
+class Breach(_Sparse):
     """One thing that got worse, or a measurement made easier. ``key`` is
     ``suite/condition:metric`` or ``suite/condition#item`` (a whole cell is keyed by
     ``suite/condition``); a suite-wide easing is ``suite:option:<name>`` or
-    ``suite:corpus-removed``, and a moved baseline ``gate:baseline-moved``."""
+    ``suite:corpus-removed``, and a moved baseline ``gate:baseline-moved``. ``offenders``: the
+    items of a zero-gated breach (rule 1) that violate it, every one, whether or not they
+    failed at base."""
 
     key: str
     kind: BreachKind
     base: float | str | None = None
     head: float | str | None = None
     detail: str
+    offenders: list[Offender] = []
+
+    _SPARSE = ("offenders",)
 
 
 class ItemBreaches(NamedTuple):
@@ -235,13 +283,18 @@ class Breaches(Sequence[Breach]):
         return handler(schema)
 
 
-class BaseInfo(_Model):
-    """Where the base baseline was read: the ref, the commit and how it was found."""
+class BaseInfo(_Sparse):
+    """Where the base baseline was read: the ref, the commit and how it was found; ``tip``, the
+    branch's tip when the commit compared is where this branch forked from it and the branch
+    moved on since (its newer changes are not this one's)."""
 
     ref: str | None = None
     sha: str | None = Field(default=None, pattern=r"^[0-9a-f]{7,64}$")
     how: Literal["explicit", "merge-commit-parent", "event-base-sha", "remote-default-branch",
                  "local-branch"] | None = None
+    tip: str | None = Field(default=None, pattern=r"^[0-9a-f]{7,64}$")
+
+    _SPARSE = ("tip",)
 
 
 class FixtureDiff(_Model):

@@ -20,7 +20,7 @@ from membench_gate.gate.rules import HARD_KINDS, NO_BASE_BASELINE
 from membench_gate.model import metrics
 from membench_gate.model.canonical import round4
 from membench_gate.model.results import Baseline, Results
-from membench_gate.model.verdict import Breach, Breaches, ItemBreaches, Verdict
+from membench_gate.model.verdict import BaseInfo, Breach, Breaches, ItemBreaches, Verdict
 
 # Severity groups, most severe first (docs/gate.md, "Reading the scoreboard"): invariants, floors,
 # gated metrics by the size of the adverse move, other changes to what is measured, then items.
@@ -39,6 +39,17 @@ HOW_WORDS = {
     "remote-default-branch": "tip of the remote's default branch",
     "local-branch": "tip of the local default branch",
 }
+
+
+def base_words(info: BaseInfo) -> str | None:
+    """How the base commit was found, in words, and why it is that commit when it is where this
+    branch forked from a branch that moved on since."""
+    how = HOW_WORDS.get(info.how or "", info.how)
+    if not info.tip:
+        return how
+    return (f"where this branch forked from {info.ref or 'the base branch'}, whose tip "
+            f"{info.tip[:12]} ({how}) moved on since: its newer changes are not this one's, so "
+            "the merge-base is compared")
 
 
 def split_key(key: str) -> tuple[str, str | None, str | None]:
@@ -120,6 +131,7 @@ class Ranked(NamedTuple):
     detail: str
     count: int = 1
     size: float = 0.0  # the adverse move relative to the metric's range, for ranking
+    offenders: tuple[str, ...] = ()  # a zero-gated breach: each offending item, in words
 
     @property
     def move(self) -> str:
@@ -159,7 +171,17 @@ def _metric_row(breach: Breach, results: Results | None, base: Baseline | None) 
     if breach.kind in _SAID_BY_NUMBERS and name:
         detail = f"{metrics.spec(name).direction} is better"
     return Ranked(group, what, breach.key, breach.kind, breach.base, breach.head, shown,
-                  detail, size=size)
+                  detail, size=size, offenders=offender_lines(breach))
+
+
+def offender_lines(breach: Breach) -> tuple[str, ...]:
+    """Each item that violates a zero-gated breach, in words: ``push/default#conv-01.t03
+    injected from another source: work-roadmap``."""
+    violation = metrics.spec(split_key(breach.key)[1] or "").violation
+    if violation is None:
+        return ()
+    return tuple(f"{o.cell}#{o.id} {violation.words}" + (f": {', '.join(o.ids)}" if o.ids else "")
+                 for o in breach.offenders)
 
 
 def ranked_breaches(verdict: Verdict, results: Results | None,
@@ -304,7 +326,10 @@ class ItemStory:
         for an item newly failing in a ranked suite, gives the gold rank before → after: the
         item passed at base, so its gold was in the top ``base_k`` there (a baseline keeps
         outcomes, not ranks)."""
-        parts = []
+        # A zero-gated violation first: it fails the check whatever the rank says.
+        parts = [f"{v.words}: {', '.join(map(str, found))} — {m.label or m.name}, never "
+                 "blessable" for m, v in metrics.violations(self.cell.partition("/")[0])
+                 if isinstance(found := self.extra.get(v.field), list) and found]
         ranked = self.came_back or []
         rank = self.rank or next((n for n, (i, _) in enumerate(ranked, 1) if i in self.gold), None)
         if self.gold:

@@ -68,7 +68,7 @@ def verdict_summary(verdict: Verdict, results: Results, base: object = None) -> 
     base_line = base if isinstance(base, Baseline) else None
     ranked = findings.ranked_breaches(verdict, results, base_line)
     info = verdict.base
-    how = findings.HOW_WORDS.get(info.how or "", info.how)
+    how = findings.base_words(info)
     where = f"base {info.sha[:12]}" + (f" ({info.ref}, {how})" if info.ref else "") \
         if info.sha else "no base commit"
     lines = [f"membench-gate: {_TITLES[verdict.verdict]} (exit {verdict.exit_code})",
@@ -85,6 +85,10 @@ def verdict_summary(verdict: Verdict, results: Results, base: object = None) -> 
             else:
                 move = f"{_value(row.base)} → {_value(row.head)}"
                 lines.append(f"    {row.what:<{width}}  {move}  {row.delta}")
+                lines += [f"      {line}" for line in row.offenders[:_SHOWN]]
+                if len(row.offenders) > _SHOWN:
+                    lines.append(f"      … and {len(row.offenders) - _SHOWN} more items "
+                                 "(--json has them all)")
         if len(ranked) > _SHOWN:
             lines.append(f"    … and {len(ranked) - _SHOWN} more rows (--json or --report has "
                          "them all)")

@@ -48,11 +48,12 @@ class ProgressReporter:
         self.stream, self.tty, self.interval, self.clock = stream, tty, interval, clock
         self.suite: str | None = None
         self.started = self.last = 0.0
+        self.left: float | None = None  # the last estimate shown of this suite's time left
 
     def __call__(self, suite: str, done: int, total: int) -> None:
         now = self.clock()
         if suite != self.suite:
-            self.suite, self.started = suite, now
+            self.suite, self.started, self.left = suite, now, None
             if not self.tty:
                 self.last = max(self.last, now - self.interval / 2)  # not at once at the start
         elapsed = now - self.started
@@ -70,11 +71,15 @@ class ProgressReporter:
             return
         self.stream.flush()
 
-    @staticmethod
-    def _eta(done: int, total: int, elapsed: float) -> str:
+    def _eta(self, done: int, total: int, elapsed: float) -> str:
         if done <= 0 or done >= total or elapsed < 1:
             return ""
         left = elapsed / done * (total - done)
+        # Never more than the last estimate: a slower stretch (a big ingest, a busy machine)
+        # must not make the time left jump back up.
+        if self.left is not None:
+            left = min(left, self.left)
+        self.left = left
         return f", about {left:.0f}s left" if left < 120 else f", about {left / 60:.0f} min left"
 
 

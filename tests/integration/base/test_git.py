@@ -121,7 +121,8 @@ def test_pr_branch_is_compared_with_its_fork_point_on_origin_main(
 
     base = resolve_base(repo)
 
-    assert base == BaseCommit(upstream.m1, "origin/main", "remote-default-branch")
+    # main moved on to m2 since: the verdict names its tip beside the fork point compared.
+    assert base == BaseCommit(upstream.m1, "origin/main", "remote-default-branch", upstream.m2)
     assert read_file_at(repo, base.sha, BASELINE) == MAIN_BASELINE.encode()
     assert (repo / BASELINE).read_text(encoding="utf-8") == BRANCH_BASELINE
 
@@ -143,7 +144,8 @@ def test_the_remote_default_branch_is_origin_head_else_origin_main(
         git(repo, "checkout", "-q", "--orphan", "lone")
         commit(repo, "unrelated root", {"lone.txt": "x\n"})
 
-    assert resolve_base(repo) == BaseCommit(
+    found = resolve_base(repo)
+    assert found is not None and found[:3] == (
         upstream.m2, f"origin/{branch}", "remote-default-branch"
     )
 
@@ -190,15 +192,28 @@ def test_merge_commit_that_is_not_github_sha_is_a_pr_head(
     assert resolve_base(repo, context=context) == BaseCommit(upstream.m1, "main", "event-base-sha")
 
 
-def test_pr_head_checkout_uses_payload_base_sha(upstream: Upstream, tmp_path: Path) -> None:
+def test_pr_head_checkout_uses_the_merge_base_with_the_payload_base_sha(
+        upstream: Upstream, tmp_path: Path) -> None:
+    """The payload names main's tip m2, which moved on after feature forked at m1: the head
+    checkout (depth 1, neither m1 nor m2 present) is deepened until their histories meet, and
+    m1 is compared, with m2 named as the tip."""
     repo = actions_checkout(upstream.url, tmp_path / "ci", "refs/pull/1/head")
-    assert not has_commit(repo, upstream.m2)
+    assert not has_commit(repo, upstream.m2) and not has_commit(repo, upstream.m1)
     context = github_context("pull_request", pr_payload(tmp_path, upstream.m2), upstream.merge)
 
     base = resolve_base(repo, context=context)
 
-    assert base == BaseCommit(upstream.m2, "main", "event-base-sha")
+    assert base == BaseCommit(upstream.m1, "main", "event-base-sha", upstream.m2)
     assert read_file_at(repo, base.sha, BASELINE) == MAIN_BASELINE.encode()
+
+
+def test_pr_head_checkout_on_the_base_tip_names_no_tip(upstream: Upstream, tmp_path: Path
+                                                        ) -> None:
+    repo = actions_checkout(upstream.url, tmp_path / "ci", "develop")
+    context = github_context("pull_request", pr_payload(tmp_path, upstream.m2), upstream.d1)
+
+    assert resolve_base(repo, context=context) == BaseCommit(upstream.m2, "main",
+                                                              "event-base-sha")
 
 
 def test_merge_group_uses_base_sha(upstream: Upstream, tmp_path: Path) -> None:
@@ -357,10 +372,10 @@ def test_no_remote_uses_fork_point_of_local_branch(tmp_path: Path, branch: str) 
     git(repo, "checkout", "-q", "-b", "feature")
     commit(repo, "feature", {BASELINE: BRANCH_BASELINE})
     git(repo, "checkout", "-q", branch)
-    commit(repo, "later on the base branch", {"later.txt": "x\n"})
+    later = commit(repo, "later on the base branch", {"later.txt": "x\n"})
     git(repo, "checkout", "-q", "feature")
 
-    assert resolve_base(repo) == BaseCommit(forked, branch, "local-branch")
+    assert resolve_base(repo) == BaseCommit(forked, branch, "local-branch", later)
 
 
 def test_first_commit_on_main_is_its_own_base(tmp_path: Path) -> None:

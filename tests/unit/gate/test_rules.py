@@ -305,7 +305,10 @@ def test_committed_baseline_that_lies_under_the_same_hash() -> None:
     liar = make(cells={"veto/files_known": cell({"veto_recall_at_k": 1.0, "mrr": 1.0}, 10, [])})
     verdict = decide(base, liar, actual)
     assert verdict.verdict == "bless-required"
-    assert verdict.notes[0] == "committed baseline does not match this run"
+    # Where it differs, cell and metric, committed → run.
+    assert verdict.notes[0] == ("committed baseline does not match this run (committed → run): "
+                                "veto/files_known:mrr 1 → 0.7; veto/files_known:veto_recall_at_k "
+                                "1 → 0.9; veto/files_known failed items (+1 −0)")
 
 
 def test_committed_baseline_with_a_foreign_hash() -> None:
