@@ -216,8 +216,12 @@ def check(config_path: Path, context: Context, *, base_ref: str | None = None,
             if outputs.out is not None and results is None:
                 write_atomic(outputs.out, dumps_results(actual))
             verdict = _compare(config, context, config_path, actual, inputs, allow_regression)
-            write_outputs(outputs, verdict, actual, inputs.base.baseline)
-            print(verdict_summary(verdict, actual, inputs.base.baseline))
+            # Where this run's numbers were saved: the next step blesses them from there.
+            saved = outputs.out if outputs.out is not None else results
+            write_outputs(outputs, verdict, actual, inputs.base.baseline,
+                          str(saved) if saved is not None else None)
+            print(verdict_summary(verdict, actual, inputs.base.baseline,
+                                  str(saved) if saved is not None else None))
             return verdict.exit_code
     finally:
         if git is not None:
@@ -250,8 +254,8 @@ def _compare(config: Config, context: Context, config_path: Path, actual: Result
     return verdict
 
 
-def write_outputs(outputs: Outputs, verdict: Verdict, results: Results, base: Baseline | None
-                  ) -> None:
+def write_outputs(outputs: Outputs, verdict: Verdict, results: Results, base: Baseline | None,
+                  results_path: str | None = None) -> None:
     if outputs.json is not None:
         write_atomic(outputs.json, canonical_dumps(verdict.model_dump(mode="json")))
     if outputs.base_out is not None:
@@ -262,4 +266,5 @@ def write_outputs(outputs: Outputs, verdict: Verdict, results: Results, base: Ba
     if outputs.report is not None:
         from membench_gate.report.render import render
 
-        write_atomic(outputs.report, render(verdict, results, base, limit=None))
+        write_atomic(outputs.report, render(verdict, results, base, limit=None,
+                                            results_path=results_path))
