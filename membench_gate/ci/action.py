@@ -75,8 +75,10 @@ def _run_quarantined(args: list[str], env: Mapping[str, str]) -> int:
 
 
 def _annotations(verdict: dict) -> list[str]:
+    """The verdict's breaches (else its first note) as annotations at the verdict's level: a
+    breach of a failing job is an error, of a pass (blessed, allowed) a notice."""
     level = {"regression": "error", "error": "error", "bless-required": "warning",
-             "inconclusive": "warning"}.get(verdict.get("verdict", ""))
+             "inconclusive": "warning", "pass": "notice"}.get(verdict.get("verdict", ""))
     if level is None:
         return []
     lines = []
@@ -88,7 +90,8 @@ def _annotations(verdict: dict) -> list[str]:
         lines.append(annotation(level, f"{breach['key']}: {breach['detail']}",
                                 f"membench-gate {breach['kind']}"))
     if not lines:
-        note = (verdict.get("notes") or [verdict.get("verdict", "")])[0]
+        note = (verdict.get("notes") or ["no breaches" if level == "notice"
+                                         else verdict.get("verdict", "")])[0]
         lines.append(annotation(level, note, f"membench-gate {verdict.get('verdict')}"))
     return lines
 

@@ -229,9 +229,12 @@ def check(config_path: Path, context: Context, *, base_ref: str | None = None,
                 verdict.notes.append("--verify-determinism: the suites ran twice on the same "
                                      "config and fixtures, and the two runs' results are "
                                      "identical")
+            # Where this run's numbers were saved: the next step blesses them from there.
+            saved = outputs.out if outputs.out is not None else results
             write_outputs(outputs, verdict, actual, inputs.base.baseline,
-                          base_history(inputs.base))
-            print(verdict_summary(verdict, actual, inputs.base.baseline))
+                          base_history(inputs.base), str(saved) if saved is not None else None)
+            print(verdict_summary(verdict, actual, inputs.base.baseline,
+                                  str(saved) if saved is not None else None))
             return verdict.exit_code
     finally:
         if git is not None:
@@ -271,7 +274,7 @@ def base_history(base: BaseSide) -> list[Blessed]:
 
 
 def write_outputs(outputs: Outputs, verdict: Verdict, results: Results, base: Baseline | None,
-                  history: list[Blessed] | None = None) -> None:
+                  history: list[Blessed] | None = None, results_path: str | None = None) -> None:
     if outputs.json is not None:
         write_atomic(outputs.json, canonical_dumps(verdict.model_dump(mode="json")))
     if outputs.base_out is not None:
@@ -288,4 +291,5 @@ def write_outputs(outputs: Outputs, verdict: Verdict, results: Results, base: Ba
         from membench_gate.report.render import render
 
         write_atomic(outputs.report, render(verdict, results, base, limit=None,
-                                            history=blessed_record.versions))
+                                            history=blessed_record.versions,
+                                            results_path=results_path))

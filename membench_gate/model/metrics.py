@@ -43,6 +43,16 @@ class Metric(NamedTuple):
     # derived from the name
     unit: Unit = "rate"  # a rate moves in points (0.05 = 5 pts); a count moves in units
     violation: Violation | None = None  # a zero-gated metric: which items offend, and how
+    # The items of a cell a share is taken over, as (detail field, value, equal?) or ALL_ITEMS:
+    # what lets a report say "1/2" beside a rate (see ``share_of``). None: not a share of items.
+    per: tuple[str, Any, bool] | None = None
+
+
+ALL_ITEMS = ("", None, False)  # every item of the cell
+# Below this many items, a rate is shown with its count ("0.5 (1/2)"): one item moves it by more
+# than 5 points, which reads as a trend when it is one item (docs/gate.md, "Reading the
+# scoreboard").
+SMALL_DENOMINATOR = 20
 
 
 # The cells each suite produces: "suite/condition". Floors and the report read this list.
@@ -93,7 +103,7 @@ REGISTRY: dict[str, Metric] = {
             "veto_recall_at_k", "veto", "higher", "gated",
             "Share of scenarios where the decision that rejected the tempting approach ranks in "
             "the top k for the task.",
-            label="veto recall@k",
+            label="veto recall@k", per=ALL_ITEMS,
         ),
         Metric(
             "mrr", "veto", "higher", "report",
@@ -104,6 +114,7 @@ REGISTRY: dict[str, Metric] = {
             "stale_surfaced", "veto", "lower", "gated",
             "Share of lifecycle scenarios whose hits rank a superseded predecessor above the "
             "current decision, or return it while the current decision is missing.",
+            per=ALL_ITEMS,
         ),
         Metric(
             "net_at_<λ>", "abstention", "higher", "gated",
@@ -116,7 +127,7 @@ REGISTRY: dict[str, Metric] = {
                    "control that passes means the suite cannot tell good from broken.",
                    Violation("control_failed", "did not fail, as a control must")),
         Metric("coverage", "abstention", "higher", "report",
-               "Share of probes the system answered instead of abstaining."),
+               "Share of probes the system answered instead of abstaining.", per=ALL_ITEMS),
         _shown_count("correct", "abstention", "higher",
                      "Probes answered (not abstained) with the gold fact in the top k."),
         _shown_count("wrong", "abstention", "lower",
@@ -132,10 +143,11 @@ REGISTRY: dict[str, Metric] = {
             "know_to_ask_failure_rate", "push", "lower", "gated",
             "Share of turns that should inject a page where nothing from gold or acceptable "
             "was injected.",
-            label="know-to-ask failure rate",
+            label="know-to-ask failure rate", per=("expect", "retrieve", True),
         ),
         Metric("false_fire_rate", "push", "lower", "gated",
-               "Share of stay-silent turns where something was injected anyway."),
+               "Share of stay-silent turns where something was injected anyway.",
+               per=("expect", "retrieve", False)),
         Metric("push_precision", "push", "higher", "gated",
                "Share of injected ids that were gold or acceptable (0 when nothing was injected)."),
         Metric("push_recall", "push", "higher", "gated",
@@ -151,6 +163,7 @@ REGISTRY: dict[str, Metric] = {
             "write_back_fidelity", "writeback", "higher", "gated",
             "Share of gold facts of a conversation that the memory's own write path kept: a hit "
             "holds every keyword and is about the right entity.",
+            per=("kind", "fact", True),
         ),
         Metric(
             "provenance_accuracy", "writeback", "higher", "gated",
@@ -161,21 +174,25 @@ REGISTRY: dict[str, Metric] = {
             "non_fact_leak_rate", "writeback", "lower", "gated",
             "Share of hypotheticals, quoted claims and retracted statements that the write path "
             "stored anyway: a hit holds every keyword of the claim.",
+            per=("kind", "fact", False),
         ),
         Metric(
             "continuity_rate", "writeback", "higher", "gated",
             "Share of a later session's questions answered by what was written: a hit holds every "
             "keyword of the answer.",
+            per=ALL_ITEMS,
         ),
         Metric(
             "recall_any_at_k", "recall", "higher", "gated",
             "Share of answerable queries with at least one gold turn or session matched in the "
             "top k hits.",
+            per=("answerable", True, True),
         ),
         Metric(
             "recall_all_at_k", "recall", "higher", "gated",
             "Share of answerable queries with every gold turn or session matched in the top k "
             "hits (multi-session questions need them all).",
+            per=("answerable", True, True),
         ),
         Metric(
             "ndcg_at_k", "recall", "higher", "report",
@@ -186,6 +203,7 @@ REGISTRY: dict[str, Metric] = {
             "false_answer_rate", "recall", "lower", "gated",
             "Share of unanswerable queries the system answered instead of abstaining (absent "
             "when there are none).",
+            per=("answerable", True, False),
         ),
     )
 }
@@ -260,6 +278,24 @@ def at_worst(name: str, value: float) -> bool:
 def family(name: str) -> str:
     """Metrics said once in a headline: every NET(λ) is one family."""
     return "net_at_<λ>" if _NET.match(name) else name
+
+
+def share_of(name: str, value: float, items: Mapping[str, Mapping[str, Any]]
+             ) -> tuple[int, int] | None:
+    """``(part, whole)`` of a rate over few items: ``(1, 2)`` for 0.5 over two items, or None
+    when the metric is not a share of items or the cell has :data:`SMALL_DENOMINATOR` items or
+    more of that kind. ``items`` are the cell's per-item records of a results file."""
+    per = spec(name).per
+    if per is None:
+        return None
+    key, wanted, equal = per
+    whole = len(items) if per == ALL_ITEMS else \
+        sum(1 for detail in items.values() if (detail.get(key) == wanted) == equal)
+    if not 0 < whole < SMALL_DENOMINATOR:
+        return None
+    part = round(value * whole)
+    # A share of a handful of items is k/whole exactly: a value that is not is another quantity.
+    return (part, whole) if abs(part / whole - value) < 1e-4 else None
 
 
 def gate_kind(cell: str, name: str) -> GateKind:

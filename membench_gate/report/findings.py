@@ -132,6 +132,17 @@ class Ranked(NamedTuple):
     count: int = 1
     size: float = 0.0  # the adverse move relative to the metric's range, for ranking
     offenders: tuple[str, ...] = ()  # a zero-gated breach: each offending item, in words
+    base_share: str = ""  # "1/2" beside a rate over few items (model.metrics.SMALL_DENOMINATOR)
+    head_share: str = ""
+
+    @property
+    def base_text(self) -> str:
+        """The base value as the breach table shows it, with its count over few items."""
+        return _with_share(self.base, self.base_share) if self.group != ITEMS else "—"
+
+    @property
+    def head_text(self) -> str:
+        return _with_share(self.head, self.head_share) if self.group != ITEMS else "—"
 
     @property
     def move(self) -> str:
@@ -150,7 +161,23 @@ class Ranked(NamedTuple):
         return f"{_shown(self.base)} → {_shown(self.head)}"
 
 
-def _metric_row(breach: Breach, results: Results | None, base: Baseline | None) -> Ranked:
+def _with_share(value: Any, share: str) -> str:
+    return f"{_shown(value)} ({share})" if share else _shown(value)
+
+
+def share(name: str, cell: str, value: Any, results: Results | None) -> str:
+    """``1/2`` for a rate taken over fewer than :data:`metrics.SMALL_DENOMINATOR` items of
+    ``results`` (whose per-item records say how many), else ``""``."""
+    number = _num(value)
+    items = results.items.get(cell) if results is not None else None
+    if number is None or not items:
+        return ""
+    found = metrics.share_of(name, number, items)
+    return f"{found[0]}/{found[1]}" if found else ""
+
+
+def _metric_row(breach: Breach, results: Results | None, base: Baseline | None,
+                same_items: bool = False) -> Ranked:
     cell, name, _ = split_key(breach.key)
     source = results if results is not None else base
     group = _GROUP_OF_KIND.get(breach.kind, MEASUREMENT)
@@ -159,7 +186,7 @@ def _metric_row(breach: Breach, results: Results | None, base: Baseline | None) 
     elif breach.kind == "cell-missing":
         what = f"{cell} not measured"
     else:
-        what = breach.key
+        what = measurement_words(breach)
     diff = delta(name or "", breach.base, breach.head) if name else None
     if breach.kind in ("cell-missing", "metric-missing"):
         size = math.inf
@@ -167,11 +194,13 @@ def _metric_row(breach: Breach, results: Results | None, base: Baseline | None) 
         size = abs(diff) / metrics.span(name or "") if diff is not None else 0.0
     shown = delta_text(name, breach.base, breach.head) if name else "—"
     # The table shows base, head and Δ: a detail that only repeats them is left out.
-    detail = breach.detail
-    if breach.kind in _SAID_BY_NUMBERS and name:
-        detail = f"{metrics.spec(name).direction} is better"
+    detail = "" if breach.kind in _SAID_BY_NUMBERS and name else breach.detail
+    # The base's items are the head's when the fixtures are the same (same-hash).
+    shares = (share(name, cell, breach.base, results) if same_items else "",
+              share(name, cell, breach.head, results)) if name and group == METRIC else ("", "")
     return Ranked(group, what, breach.key, breach.kind, breach.base, breach.head, shown,
-                  detail, size=size, offenders=offender_lines(breach))
+                  detail, size=size, offenders=offender_lines(breach),
+                  base_share=shares[0], head_share=shares[1])
 
 
 def offender_lines(breach: Breach) -> tuple[str, ...]:
@@ -182,6 +211,40 @@ def offender_lines(breach: Breach) -> tuple[str, ...]:
         return ()
     return tuple(f"{o.cell}#{o.id} {violation.words}" + (f": {', '.join(o.ids)}" if o.ids else "")
                  for o in breach.offenders)
+
+
+
+def _folders(value: Any) -> list[str]:
+    """The fixture folders of a suite option as the breach records them (a JSON list)."""
+    import json
+
+    try:
+        parsed = json.loads(value) if isinstance(value, str) else value
+    except ValueError:
+        return [str(value)]
+    return [str(v) for v in parsed] if isinstance(parsed, list) else [str(parsed)]
+
+
+def measurement_words(breach: Breach) -> str:
+    """A change to what is measured, in words: ``fixture folder extra added to abstention``
+    for ``abstention:option:fixtures``, not the key."""
+    suite, _, rest = breach.key.partition(":")
+    if breach.kind == "option" and rest == "option:fixtures" and breach.base is not None \
+            and breach.head is not None:
+        before, now = _folders(breach.base), _folders(breach.head)
+        added = [f for f in now if f not in before]
+        removed = [f for f in before if f not in now]
+        parts = [f"fixture folder{'s' if len(ids) > 1 else ''} {', '.join(ids)} {how} {suite}"
+                 for ids, how in ((added, "added to"), (removed, "removed from")) if ids]
+        return " and ".join(parts) or f"fixture folders of {suite} reordered"
+    if breach.kind == "option" and rest.startswith("option:"):
+        name = rest.partition(":")[2]
+        return f"{suite} option {name} changed: {_shown(breach.base)} → {_shown(breach.head)}"
+    if breach.kind == "corpus-removed":
+        return f"corpus items of {suite} removed or changed"
+    if breach.kind == "baseline-moved":
+        return "baseline file moved"
+    return breach.key
 
 
 def ranked_breaches(verdict: Verdict, results: Results | None,
@@ -199,7 +262,7 @@ def ranked_breaches(verdict: Verdict, results: Results | None,
         if item is not None:
             items[(cell, entry.kind)].append((item,))
         else:
-            rows.append(_metric_row(entry, results, base))
+            rows.append(_metric_row(entry, results, base, verdict.mode == "same-hash"))
     for (cell, kind), runs in sorted(items.items()):
         import heapq  # (only runs of item breaches need it: a pass has none)
 
@@ -222,20 +285,11 @@ def _phrase(row: Ranked) -> str:
         return f"{row.what.split(' on ')[0]} {_shown(row.head)} past its floor {_shown(row.base)}" \
             if row.head is not None else f"{row.what} not measured (floor)"
     if row.kind in ("metric", "metric-missing") and name is not None:
-        return f"{row.what.split(' on ')[0]} {row.delta}" if row.kind == "metric" \
+        counts = f" ({row.base_share} → {row.head_share})" if row.base_share and \
+            row.head_share else f" (now {row.head_share})" if row.head_share else ""
+        return f"{row.what.split(' on ')[0]} {row.delta}{counts}" if row.kind == "metric" \
             else f"{row.what.split(' on ')[0]} not measured"
     return row.what
-
-
-def _representative(row: Ranked, ranked: list[Ranked]) -> Ranked:
-    """NET(λ) is said at its smallest breached λ (NET(1): the plainest reading) on the cell
-    where the family moved most."""
-    cell, name, _ = split_key(row.key)
-    if name is None or metrics.family(name) == name:
-        return row
-    same = [r for r in ranked if r.group == row.group and split_key(r.key)[0] == cell
-            and (n := split_key(r.key)[1]) is not None and metrics.family(n) == metrics.family(name)]
-    return min(same, key=lambda r: metrics.span(split_key(r.key)[1] or ""))
 
 
 def headline(verdict: Verdict, ranked: list[Ranked], results: Results | None,
@@ -254,15 +308,24 @@ def headline(verdict: Verdict, ranked: list[Ranked], results: Results | None,
         if said in seen:  # a metric family is said once, where it moved most
             continue
         seen.add(said)
-        parts.append(_phrase(_representative(row, ranked)))
+        parts.append(_phrase(row))
         if len(parts) == 3:
             break
-    per_kind: dict[str, int] = defaultdict(int)
+    per_kind: dict[str, list[Ranked]] = defaultdict(list)
     for row in ranked:
         if row.group == ITEMS:
-            per_kind[row.kind] += row.count
-    for kind, count in per_kind.items():
-        parts.append(f"{count} item{'s' if count != 1 else ''} {_ITEM_WORDS.get(kind, kind)}")
+            per_kind[row.kind].append(row)
+    for kind, rows in per_kind.items():
+        count = sum(r.count for r in rows)
+        words = f"{count} item{'s' if count != 1 else ''} {_ITEM_WORDS.get(kind, kind)}"
+        if count == 1:  # one item: say which
+            words += f" ({rows[0].key.removesuffix('#…')}#{rows[0].detail})"
+        parts.append(words)
+    # The biggest gain is said after the breaches, so the trade reads whole: a clear improvement
+    # that swapped one item must not read as a plain regression.
+    gains = improvement_rows(verdict, results, base) if parts and not verdict.blessed else []
+    if gains:
+        parts.append(f"{gains[0].what} {gains[0].delta} ({gains[0].mark})")
     if not parts:
         gains = improvement_rows(verdict, results, base)
         fixed = sum(len(ids) for ids in verdict.fixed.values())
@@ -445,56 +508,122 @@ def justification_draft(verdict: Verdict, results: Results | None,
     return f"{DRAFT_REASON}. Accepted changes: " + ", ".join(named)
 
 
+def inherited_justification(verdict: Verdict, base: Baseline | None) -> bool:
+    """Whether the justification the check read is the base's own, carried unchanged in the
+    committed baseline: it blessed the base, not this pull request, so its check is no failure
+    of this pull request's author."""
+    check = verdict.justification_check
+    given = base.justification if base is not None else None
+    return given is not None and check.status in ("failed", "passed") \
+        and check.text == given.text and sorted(check.breaches) == sorted(given.breaches)
+
+
+def asks_for_bless(verdict: Verdict) -> bool:
+    """Whether resolving this verdict may take a bless with a justification: a regression with
+    blessable breaches and none that no justification can bless."""
+    kinds = _kinds(verdict)
+    return verdict.verdict == "regression" and bool(kinds - set(HARD_KINDS)) \
+        and not kinds & set(HARD_KINDS)
+
+
 def _kinds(verdict: Verdict) -> set[str]:
     """The kinds of breach in a verdict (one look per run of item breaches)."""
     return {entry.kind for entry in Breaches.of(verdict.breaches).entries}
 
 
+# Where ``bless --results`` reads this run's numbers when the check saved none: the file
+# ``check --out`` writes (the action's ``results-path`` output in CI).
+RESULTS_FILE = "results.json"
+
+
 def bless_command(verdict: Verdict, results: Results | None, base: Baseline | None,
-                  ranked: list[Ranked] | None = None) -> str:
-    """``membench-gate bless`` as it must be run for this verdict, quoted to work as printed."""
-    keys = any(kind not in HARD_KINDS for kind in _kinds(verdict))
+                  ranked: list[Ranked] | None = None, results_path: str | None = None,
+                  justify: bool = False) -> str:
+    """``membench-gate bless --results FILE`` as it must be run for this verdict, quoted to work
+    as printed: it blesses the numbers this check measured instead of running every suite
+    again. ``justify`` asks for a justification even when no breach needs one."""
+    keys = justify or any(kind not in HARD_KINDS for kind in _kinds(verdict))
     draft = justification_draft(verdict, results, base, ranked) if keys else ""
     text = f" --justification {_quote(draft)}" if keys else ""
-    return f"membench-gate bless{config_flag(verdict)}{text}"
+    path = _quote(results_path or RESULTS_FILE)
+    return f"membench-gate bless{config_flag(verdict)} --results {path}{text}"
 
 
-def next_steps(verdict: Verdict, results: Results | None = None,
-               base: Baseline | None = None, ranked: list[Ranked] | None = None) -> list[str]:
-    """What to do about this verdict, as lines of a shell script (comments start with #).
-    ``ranked``: the verdict's :func:`ranked_breaches`, when the caller has them already."""
-    cfg = config_flag(verdict)
+class NextStep(NamedTuple):
+    """The one decision that resolves a verdict, in words, and the commands that carry it out
+    (none: nothing to run)."""
+
+    words: str
+    commands: tuple[str, ...] = ()
+
+
+# A key a command may name: printed commands are pasted into shells, so odd ids (quotes,
+# backticks, line breaks) are left to the lists, where they are shown escaped.
+_PLAIN_KEY = re.compile(r"^[A-Za-z0-9._/-]+#[A-Za-z0-9._:-]+$")
+
+
+def _worst_item(verdict: Verdict) -> tuple[str, str] | None:
+    """The first newly failing item with a plain id, smallest id of the first cell first."""
+    for cell, ids in sorted(verdict.newly_failed.items()):
+        plain = [i for i in ids if _PLAIN_KEY.match(f"{cell}#{i}")]
+        if plain:
+            return cell, min(plain)
+    return None
+
+
+def next_step(verdict: Verdict, results: Results | None = None, base: Baseline | None = None,
+              ranked: list[Ranked] | None = None, results_path: str | None = None) -> NextStep:
+    """What resolves this verdict: the fix-or-bless command, the ``show`` of the worst item, or
+    nothing to do. ``results_path``: where this check's results were saved, when it did."""
+    if ranked is None:
+        ranked = ranked_breaches(verdict, results, base)
     kinds = _kinds(verdict)
     hard = any(kind in HARD_KINDS for kind in kinds)
     keys = any(kind not in HARD_KINDS for kind in kinds)
-    baseline = "the baseline file"
+    worst = _worst_item(verdict)
+    show = (show_command(verdict, *worst, verdict.base.sha),) if worst else ()
+    bless = bless_command(verdict, results, base, ranked, results_path)
+    if verdict.verdict == "error":
+        return NextStep("fix the error above, then run the check again")
+    if verdict.verdict == "inconclusive":
+        return NextStep("nothing was compared: fix the reason above, then run the check again")
     if verdict.verdict == "bless-required" and any(
             note.startswith(NO_BASE_BASELINE) for note in verdict.notes):
-        return ["# the base branch has the gate but no baseline: bless there first, then rebase",
-                f"git switch <base branch> && membench-gate bless{cfg}",
-                f"# commit {baseline} on the base branch (or merge a pull request that does)"]
+        return NextStep("the base branch has the gate but no baseline: bless there first "
+                        "(`membench-gate bless` on it, commit the baseline file), then rebase")
     if verdict.verdict == "bless-required":
-        return ["# the measurement changed or the committed baseline does not match this run:",
-                bless_command(verdict, results, base, ranked),
-                f"# then commit {baseline}"]
+        return NextStep("bless this run's numbers and commit the baseline file (the measurement "
+                        "changed, or the committed baseline does not match this run)", (bless,))
     if verdict.verdict == "regression" and hard:
-        return ["# fix the code: zero-gated invariants and floors cannot be blessed or waived"]
+        first = next((r for r in ranked if r.group in (INVARIANT, FLOOR)), ranked[0])
+        return NextStep(f"fix the code: {first.what} cannot be blessed or waived", show)
     if verdict.verdict == "regression" and keys:
-        return [
-            "# fix the regression, or accept it on purpose with a justification that names it",
-            "# (edit the reason; the check wants every breached metric or cell named):",
-            bless_command(verdict, results, base, ranked),
-            "# or, locally only, try it out without a baseline change:",
-            f"membench-gate check{cfg} --allow-regression 'trying this out'",
-        ]
-    if verdict.verdict == "inconclusive":
-        return ["# nothing was compared: fix the reason above, then run the check again"]
+        if ranked and all(r.group == ITEMS for r in ranked) and worst:
+            count = sum(r.count for r in ranked)
+            what = f"{worst[0]}#{worst[1]} newly fails" if count == 1 else \
+                f"{count} items newly fail, first {worst[0]}#{worst[1]}"
+            return NextStep(f"{what}: see why, then fix it, or bless with a justification if "
+                            "it is intended", (*show, bless))
+        return NextStep("fix the regression, or accept it on purpose: bless with a "
+                        "justification that names every breach (write the reason)", (bless,))
+    if verdict.verdict == "pass" and verdict.allowed_regression:
+        return NextStep("the regression was allowed for this local run only: to keep it, bless "
+                        "with a justification (write the reason)",
+                        (bless_command(verdict, results, base, ranked, results_path,
+                                       justify=True),))
     if verdict.verdict == "pass" and (verdict.improvements or verdict.fixed) \
             and not verdict.banked:
-        return ["# bank the improvements, so a later pull request cannot give them back unseen:",
-                f"membench-gate bless{cfg}",
-                f"# then commit {baseline}"]
-    return []
+        return NextStep("optional: bank the improvements, so a later pull request cannot give "
+                        "them back unseen", (bless,))
+    return NextStep("nothing to do")
+
+
+def alternatives(verdict: Verdict) -> list[str]:
+    """The local alternative to a bless, as lines of a shell script, where there is one."""
+    if not asks_for_bless(verdict):
+        return []
+    return ["# or, locally only, try it out without a baseline change:",
+            f"membench-gate check{config_flag(verdict)} --allow-regression 'trying this out'"]
 
 
 def net_points(results: Results, base: Baseline | None,

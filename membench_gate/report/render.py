@@ -79,6 +79,10 @@ _MODE_WORDS = {
                     "bless, and items whose content is unchanged are still compared one to one.",
     "bootstrap": "There is no baseline at the base commit: this pull request introduces one.",
 }
+# A corpus-bless that passed was blessed already: nothing more is needed.
+_BLESSED_CORPUS = ("The fixtures or suite options changed since the base, and the committed "
+                   "baseline holds the new numbers; items whose content is unchanged were "
+                   "compared one to one.")
 
 
 def strip_markers(text: str, pattern: re.Pattern[str] = _MARKER) -> str:
@@ -190,6 +194,7 @@ def _cells(verdict: Verdict, results: Results, base: Baseline | None,
     hit_cells |= {prefix for e in entries if isinstance(e, ItemBreaches)
                   for prefix in _prefixes(e.cell)}
     source = results if results.cells else base
+    same_items = verdict.mode == "same-hash"
     out = []
     for cell in sorted(set(results.cells) | set(base.cells if base else ())):
         now = results.cells.get(cell)
@@ -202,7 +207,13 @@ def _cells(verdict: Verdict, results: Results, base: Baseline | None,
                 continue
             b = before.metrics.get(name) if before else None
             h = now.metrics.get(name) if now else None
-            rows.append(Row(findings.metric_label(name, cell, source), b, h,
+            # A rate over few items shows its count; the base's items are the head's only
+            # when the fixtures are the same.
+            b_share = findings.share(name, cell, b, results) if same_items else ""
+            h_share = findings.share(name, cell, h, results)
+            rows.append(Row(findings.metric_label(name, cell, source),
+                            f"{metric_text(b)} ({b_share})" if b_share else b,
+                            f"{metric_text(h)} ({h_share})" if h_share else h,
                             findings.delta_text(name, b, h), _mark(cell, name, b, h),
                             _gate_text(cell, name, b, h, breached, verdict.blessed)))
         bad = cell in hit_cells or now is None or any(r.gate.startswith("❌") for r in rows)
@@ -335,7 +346,8 @@ def _nothing_measured() -> Results:
 
 def context(verdict: Verdict, results: Results | None, base: Baseline | None, *, level: str,
             full_report: str | None = None,
-            history: Sequence[HistoryVersion] = ()) -> dict[str, Any]:
+            history: Sequence[HistoryVersion] = (),
+            results_path: str | None = None) -> dict[str, Any]:
     """Everything the template shows, as plain data; ``level`` says which sections to keep."""
     check = verdict.justification_check
     ran = results is not None
@@ -362,12 +374,14 @@ def context(verdict: Verdict, results: Results | None, base: Baseline | None, *,
     gains = findings.improvement_rows(verdict, results, base)
     easing, easing_count = _easing(verdict)
     unbanked = verdict.verdict == "pass" and bool(gains or verdict.fixed) and not verdict.banked
+    step = findings.next_step(verdict, results if ran else None, base, ranked, results_path)
     return {
         "verdict": verdict,
         "level": level,
         "title": _TITLES[verdict.verdict],
         "headline": findings.headline(verdict, ranked, results, base),
-        "mode_words": _MODE_WORDS.get(verdict.mode or "", "")
+        "mode_words": (_BLESSED_CORPUS if verdict.mode == "corpus-bless"
+                       and verdict.verdict == "pass" else _MODE_WORDS.get(verdict.mode or "", ""))
         if verdict.verdict not in ("inconclusive", "error") else "",
         "base_sha": base_sha,
         "base_ref": verdict.base.ref,
@@ -395,20 +409,27 @@ def context(verdict: Verdict, results: Results | None, base: Baseline | None, *,
         "gains": gains,
         "fixed": _id_groups(verdict.fixed, level) if level != "minimal" else [],
         "unbanked": unbanked,
-        "bank": "membench-gate bless" + findings.config_flag(verdict),
         "diff": {bucket: _id_groups(getattr(verdict.fixture_diff, bucket), level)
                  if level != "minimal" else []
                  for bucket in ("added", "removed", "changed")},
         "easing": easing,
         "easing_more": easing_count - len(easing),
         "justification": {"status": check.status, "text": check.text,
-                          "failed": check.failed_check},
+                          "failed": check.failed_check,
+                          "inherited": findings.inherited_justification(verdict, base),
+                          "asked": findings.asks_for_bless(verdict)},
+        "next": step,
+        "results_file": results_path or findings.RESULTS_FILE,
         "notes": notes[:_SUMMARY_ROWS if level == "summary" else 3] if short else notes,
         # Banking is said in its own section, with its command.
-        "steps": [] if unbanked else findings.next_steps(verdict, results, base, ranked),
+        # The next step's commands are said at the top; here, the alternatives to them.
+        "steps": findings.alternatives(verdict),
         "reproduce": "membench-gate check" + findings.config_flag(verdict)
         + (f" --base-ref {full_sha}" if full_sha else ""),
-        "show": findings.show_command(verdict, *first_item, full_sha) if first_item else None,
+        # The next step may show an item already; the example is then not repeated.
+        "show": findings.show_command(verdict, *first_item, full_sha)
+        if first_item and not any(c.startswith("membench-gate show ") for c in step.commands)
+        else None,
         "truncated": ran and level != "full",
         "full_report": full_report,
     }
@@ -446,11 +467,12 @@ def _escaping_keeps(text: str) -> bool:
 
 def render(verdict: Verdict, results: Results | None, base: Baseline | None, *,
            limit: int | None = SUMMARY_LIMIT, full_report: str | None = None,
-           history: Sequence[HistoryVersion] = ()) -> str:
+           history: Sequence[HistoryVersion] = (), results_path: str | None = None) -> str:
     """The scoreboard Markdown; with a ``limit`` (UTF-8 bytes), cut by whole sections to fit.
     ``history`` are the last blessed baselines of the base branch, oldest first (read with git
     by ``check``, or its ``history.json``): the metrics this run moves are charted across
-    them."""
+    them. ``results_path``: where the check saved its results, for the ``bless --results``
+    command."""
     template = _environment().get_template("scoreboard.md.j2")
     text = ""
     for level in _LEVELS:
@@ -459,7 +481,8 @@ def render(verdict: Verdict, results: Results | None, base: Baseline | None, *,
                 and _least_bytes(verdict, level, limit) > limit:
             continue
         text = template.render(**context(verdict, results, base, level=level,
-                                         full_report=full_report, history=history))
+                                         full_report=full_report, history=history,
+                                         results_path=results_path))
         if limit is None or len(text.encode("utf-8")) <= limit:
             return text
     # Even the minimal scoreboard is too big (only absurd limits): keep whole lines that fit.

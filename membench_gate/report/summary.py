@@ -55,14 +55,14 @@ _EXPLAINED = 3
 _MODE = {"same-hash": "same fixtures and options as the base: items compared one to one",
          "corpus-bless": "fixtures or suite options changed since the base: a bless is needed",
          "bootstrap": "no baseline at the base commit"}
+# A corpus-bless that passed is blessed already.
+_BLESSED_CORPUS = "fixtures or suite options changed since the base: blessed in the committed " \
+    "baseline"
 
-def _value(value: object) -> str:
-    return metric_text(value) if isinstance(value, (int, float)) and not isinstance(value, bool) \
-        else ("—" if value is None else str(value))
-
-
-def verdict_summary(verdict: Verdict, results: Results, base: object = None) -> str:
-    """The concise terminal report of ``check``: the same order as the scoreboard."""
+def verdict_summary(verdict: Verdict, results: Results, base: object = None,
+                    results_path: str | None = None) -> str:
+    """The concise terminal report of ``check``: the same order as the scoreboard — verdict,
+    headline, next step first. ``results_path``: where the check saved its results."""
     from membench_gate.model.results import Baseline
 
     base_line = base if isinstance(base, Baseline) else None
@@ -71,9 +71,15 @@ def verdict_summary(verdict: Verdict, results: Results, base: object = None) -> 
     how = findings.base_words(info)
     where = f"base {info.sha[:12]}" + (f" ({info.ref}, {how})" if info.ref else "") \
         if info.sha else "no base commit"
+    step = findings.next_step(verdict, results, base_line, ranked, results_path)
+    mode = _BLESSED_CORPUS if verdict.mode == "corpus-bless" and verdict.verdict == "pass" \
+        else _MODE.get(verdict.mode or "")
+    compared = verdict.verdict not in ("inconclusive", "error")  # else nothing was compared
     lines = [f"membench-gate: {_TITLES[verdict.verdict]} (exit {verdict.exit_code})",
              f"  {findings.headline(verdict, ranked, results, base_line)}",
-             f"  {where}" + (f"; {_MODE[verdict.mode]}" if verdict.mode in _MODE else "")]
+             f"  next step: {step.words}"]
+    lines += [f"    {command}" for command in step.commands]
+    lines.append(f"  {where}" + (f"; {mode}" if mode and compared else ""))
     if verdict.allowed_regression:
         lines.append(f"  regression allowed locally: {verdict.allowed_regression}")
     if ranked:
@@ -83,8 +89,8 @@ def verdict_summary(verdict: Verdict, results: Results, base: object = None) -> 
             if row.group == findings.ITEMS:
                 lines.append(f"    {row.what}: {row.detail}")
             else:
-                move = f"{_value(row.base)} → {_value(row.head)}"
-                lines.append(f"    {row.what:<{width}}  {move}  {row.delta}")
+                lines.append(f"    {row.what:<{width}}  {row.base_text} → {row.head_text}  "
+                             f"{row.delta}")
                 lines += [f"      {line}" for line in row.offenders[:_SHOWN]]
                 if len(row.offenders) > _SHOWN:
                     lines.append(f"      … and {len(row.offenders) - _SHOWN} more items "
@@ -107,16 +113,22 @@ def verdict_summary(verdict: Verdict, results: Results, base: object = None) -> 
     for cell, ids in sorted(verdict.fixed.items()):
         lines.append(f"  fixed on {cell}: {len(ids)} item{'s' if len(ids) != 1 else ''}")
     check = verdict.justification_check
-    if check.status in ("failed", "missing"):
+    if findings.inherited_justification(verdict, base_line):
+        if findings.asks_for_bless(verdict):  # the base's, not this change's: no failure of it
+            lines.append("  justification: none from this change yet (the committed one blessed "
+                         "the base); a bless writes one")
+    elif check.status == "missing" and findings.asks_for_bless(verdict):
+        lines.append("  justification: none yet; the bless of the next step writes one")
+    elif check.status in ("failed", "missing"):
         lines.append(f"  justification: {check.failed_check or 'missing'}")
     said = {lines[1].strip()}
     lines += [f"  note: {note}" for note in verdict.notes
               if note not in said and note != "breaches blessed by the committed justification"]
-    steps = findings.next_steps(verdict, results, base_line)
-    if flat:
+    steps = findings.alternatives(verdict)
+    if flat and not any(c.startswith("membench-gate show ") for c in step.commands):
         steps = ["# what was asked, the gold and what came back for one item:",
                  findings.show_command(verdict, *flat[0], info.sha), *steps]
     if steps:
-        lines.append("  next:")
-        lines += [f"    {step}" for step in steps]
+        lines.append("  more:")
+        lines += [f"    {line}" for line in steps]
     return "\n".join(visible(line) for line in lines)

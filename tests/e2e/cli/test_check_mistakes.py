@@ -39,7 +39,9 @@ def test_a_reformatted_committed_baseline_is_compared_by_content(make_repo: Call
     path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
     done = run_cli("check", "--json", "v.json", cwd=repo)
     verdict = json.loads((repo / "v.json").read_text())
-    assert done.returncode == 2 and verdict["notes"][0] == "committed baseline does not match this run"
+    assert done.returncode == 2 and verdict["notes"][0] == (
+        "committed baseline does not match this run (committed → run): "
+        "abstention/default:net_at_1 1.1667 → 0.6667")
     assert verdict["blessed"] is False
 
 

@@ -22,8 +22,13 @@ def test_annotations_put_metrics_before_items_and_stop_at_ten() -> None:
     assert all(line.startswith("::error title=membench-gate ") for line in lines)
 
 
-def test_bless_required_is_a_warning_and_pass_is_silent() -> None:
-    assert _annotations({"verdict": "pass", "breaches": []}) == []
+def test_bless_required_is_a_warning_and_pass_is_a_notice() -> None:
+    [line] = _annotations({"verdict": "pass", "breaches": []})
+    assert line.startswith("::notice ") and line.endswith("::no breaches")
+    # A blessed breach of a passing job is no warning: the job succeeds.
+    [line] = _annotations({"verdict": "pass", "breaches": [
+        {"key": "abstention/default:net_at_1", "kind": "metric", "detail": "blessed"}]})
+    assert line.startswith("::notice title=membench-gate metric::")
     [line] = _annotations({"verdict": "bless-required", "breaches": [], "notes": ["deleted"]})
     assert line.startswith("::warning ") and line.endswith("::deleted")
 

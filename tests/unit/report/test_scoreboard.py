@@ -77,9 +77,10 @@ def test_headline_says_the_biggest_moves_in_words_and_breaches_rank_by_severity(
     lines = markdown.splitlines()
     assert lines[0] == "## membench-gate: ❌ REGRESSION"
     assert lines[2] == ("**source-isolation violations 2 (must be 0) · veto recall@5 −24.1 pts · "
-                        "NET(1) −3.1 pts · 25 items newly failing**")
+                        "NET(1) −3.1 pts · 25 items newly failing · false fire rate on "
+                        "push/default −5 pts (better)**")
     breaches = parse(to_html(markdown)).tables[0]
-    assert breaches[0] == ["", "breach", "Δ", "detail"]
+    assert breaches[0] == ["", "breach", "base", "head", "Δ", "detail"]
     assert [row[1] for row in breaches[1:]] == [
         "source-isolation violations on push/default",  # invariant
         "veto recall@5 on veto/files_known",             # −24 pts before −3 pts
@@ -87,7 +88,8 @@ def test_headline_says_the_biggest_moves_in_words_and_breaches_rank_by_severity(
         "18 items newly failing on abstention/default",   # items last, biggest first
         "7 items newly failing on veto/files_known",
     ]
-    assert [row[2] for row in breaches[1:3]] == ["2 (must be 0)", "−24.1 pts"]
+    assert [row[2:5] for row in breaches[1:3]] == [["0", "2", "2 (must be 0)"],
+                                                   ["0.9655", "0.7241", "−24.1 pts"]]
     # The heading counts breaches (one per newly failing item) and says how many rows hold them.
     assert len(verdict.breaches) == 28
     assert "### Breaches (28 in 5 rows), most severe first" in lines
@@ -96,7 +98,7 @@ def test_headline_says_the_biggest_moves_in_words_and_breaches_rank_by_severity(
     assert "Same fixtures and suite options as the base" in markdown
 
 
-def test_lower_is_better_metrics_read_right_and_each_number_appears_once() -> None:
+def test_lower_is_better_metrics_read_right_and_values_are_the_breach_tables() -> None:
     verdict, head, base = regression()
     html = to_html(render(verdict, head, base))
     tables = parse(html).tables
@@ -106,8 +108,11 @@ def test_lower_is_better_metrics_read_right_and_each_number_appears_once() -> No
     veto = next(t for t in tables if any(r[0] == "veto recall@5" for r in t))
     assert ["veto recall@5", "0.9655", "0.7241", "−24.1 pts 🔴 worse", "❌ gated"] in veto
     text = text_of(html.split('<pre lang="mermaid">')[0])  # the chart draws the table's values
-    for value in ("0.9655", "0.7241", "0.3021", "0.2713"):
-        assert text.count(value) == 1, value  # shown once: no NET table, no values in breaches
+    # A breached metric's values: in its breach row (base → head) and its cell's table, no more
+    # (no NET table); an unbreached one's once.
+    for value, times in (("0.9655", 2), ("0.7241", 2), ("0.3021", 2), ("0.2713", 2),
+                         ("0.81", 1)):
+        assert text.count(value) == times, value
 
 
 def test_controls_that_fail_as_designed_take_one_line() -> None:
@@ -138,11 +143,13 @@ def test_newly_failed_items_say_why_and_the_rest_fold() -> None:
 def test_commands_work_as_printed() -> None:
     verdict, head, base = regression(invariant=False)
     markdown = render(verdict, head, base)
-    block = markdown.split("### Commands")[1].split("```sh\n")[1].split("```")[0]
-    commands = [shlex.split(line) for line in block.splitlines() if not line.startswith("#")]
+    blocks = [block.split("```")[0] for block in markdown.split("```sh\n")[1:3]]
+    commands = [shlex.split(line) for block in reversed(blocks) for line in block.splitlines()
+                if not line.startswith("#")]
     assert commands[0][:2] == ["membench-gate", "check"]
     assert commands[1][:3] == ["membench-gate", "show", "abstention/default#probe-000"]
     bless = next(c for c in commands if c[1] == "bless")
+    assert bless[2:4] == ["--results", "results.json"]  # the numbers measured, no second run
     text = bless[bless.index("--justification") + 1]
     for key in ("veto/files_known:veto_recall_at_k", "abstention/default:net_at_1",
                 "abstention/default"):
@@ -184,7 +191,7 @@ def test_unbanked_improvements_come_with_the_bless_command() -> None:
     assert "### Improvements not banked yet" in markdown
     assert "| veto recall@5 on veto/files\\_known | 0.9655 | 1 | 🟢 +3.5 pts |" in markdown
     assert "fixed on **veto/files\\_known** (1): scn-029" in markdown
-    assert "```sh\nmembench-gate bless\n```" in markdown
+    assert "```sh\nmembench-gate bless --results results.json\n```" in markdown
     banked = decide(base, head.to_baseline(), head)
     assert banked.verdict == "pass" and banked.banked
     markdown = render(banked, head, base)
@@ -220,9 +227,10 @@ def test_new_breach_kinds_render_generically() -> None:
     # As a reader sees it: ":option:" could be an emoji shortcode, so a zero-width space breaks it.
     markdown = render(verdict, head, base).replace("\u200b", "")
     rows = [r[1] for r in parse(to_html(markdown)).tables[0][1:]]
-    assert rows.index("NET(1) on abstention/default") < rows.index("gate:baseline-moved") \
+    assert rows.index("NET(1) on abstention/default") < rows.index("baseline file moved") \
         < rows.index("1 item changed (gated as removed and re-added) on veto/files_known")
-    assert "veto:option:k" in rows and "veto:corpus-removed" in rows
+    assert "veto option k changed: 5 → 10" in rows
+    assert "corpus items of veto removed or changed" in rows
     assert "**easier than the base**" in markdown
     assert "veto:option:k" in markdown.split("### Fixture diff")[1]
 

@@ -42,11 +42,12 @@ def test_verdict_summary_leads_with_the_verdict_then_the_breaches() -> None:
     assert lines[0] == f"membench-gate: REGRESSION (exit {verdict.exit_code})"
     assert verdict.exit_code == 1
     assert any("breaches" in line and "most severe first" in line for line in lines)
-    assert lines.index("  breaches (3), most severe first:") == 3
-    assert lines[4].split() == ["veto", "recall@k", "on", "veto/files_known", "1", "→", "0.5",
-                                "−50", "pts"]
-    assert lines[5] == "    2 items newly failing on veto/files_known: scn-1, scn-2"
-    assert "    membench-gate show 'veto/files_known#scn-1'" in lines[lines.index("  next:"):]
+    assert lines[2].startswith("  next step: ")
+    at = lines.index("  breaches (3), most severe first:")
+    assert lines[at + 1].split() == ["veto", "recall@k", "on", "veto/files_known", "1", "→",
+                                     "0.5", "−50", "pts"]
+    assert lines[at + 2] == "    2 items newly failing on veto/files_known: scn-1, scn-2"
+    assert "    membench-gate show 'veto/files_known#scn-1'" in lines[at:]
 
 
 def test_a_pass_has_no_breach_lines() -> None:
