@@ -86,6 +86,20 @@ def test_python_m_membench_gate_action_runs_the_gate_step(tmp_path: Path) -> Non
         done.stdout + done.stderr)
 
 
+def test_python_m_membench_gate_action_says_what_it_is_instead_of_running(tmp_path: Path) -> None:
+    # Asked for help (or given any argument), the step does not run: no suite, no files written.
+    asked = subprocess.run([sys.executable, "-m", "membench_gate.action", "--help"], cwd=tmp_path,
+                           env=cli_env(), capture_output=True, text=True, timeout=60, check=False)
+    assert asked.returncode == 0 and asked.stdout.startswith("usage: python -m membench_gate.action")
+    assert "takes no arguments" in asked.stdout and "::error" not in asked.stdout
+    wrong = subprocess.run([sys.executable, "-m", "membench_gate.action", "check"], cwd=tmp_path,
+                           env=cli_env(), capture_output=True, text=True, timeout=60, check=False)
+    assert wrong.returncode == 4
+    assert wrong.stderr.splitlines()[-1] == ("membench-gate: error: python -m membench_gate.action "
+                                             "takes no arguments, got 'check'")
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_the_console_entry_and_the_python_names_are_importable() -> None:
     code = ("from membench_gate import Answer, Hit, Query, Record, Session, Turn\n"
             "from membench_gate.cli import console\n"
