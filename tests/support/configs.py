@@ -65,3 +65,25 @@ SMALL_PROBES = [{"id": "p1", "question": "Which port does the billing API listen
                  "gold_fact_id": "f1"},
                 {"id": "p2", "question": "When are deploys frozen?", "gold_fact_id": "f2"},
                 {"id": "p3", "question": "Who owns the search cluster?", "gold_fact_id": None}]
+
+
+# A memory that pushes, on every turn, the first page of another source than the conversation's:
+# a source-isolation violation (zero-gated), for the tests that must see one named.
+LEAKY_ADAPTER = '''\
+from membench_gate.reference import ReferenceMemory
+
+
+class Leaky(ReferenceMemory):
+    """Pushes a page of another source on every turn: a source-isolation violation."""
+
+    def ingest(self, records):
+        super().ingest(records)
+        self.foreign = sorted(r.id for r in records if r.source != records[0].source)
+
+    def push(self, query):
+        return (self.foreign[:1] or []) + super().push(query)[:2]
+'''
+
+# A justification that names the breaches of raising tau to 0.4 (the tests' usual regression).
+JUSTIFICATION = ("Raising tau to 0.4 trades abstention/default net_at_1 and the newly failed "
+                 "probes for fewer wrong answers, which our users asked for in the support review")

@@ -14,26 +14,9 @@ import pytest
 
 from tests.support import gaterepo
 from tests.support.cli import cli_env, run_cli, seed_repo, without_progress
+from tests.support.configs import JUSTIFICATION, LEAKY_ADAPTER
 from tests.support.gitrepos import actions_checkout, bare_origin, clone, commit, git, init
 from tests.support.paths import REPO
-
-LEAKY_ADAPTER = '''\
-from membench_gate.reference import ReferenceMemory
-
-
-class Leaky(ReferenceMemory):
-    """Pushes a page of another source on every turn: a source-isolation violation."""
-
-    def ingest(self, records):
-        super().ingest(records)
-        self.foreign = sorted(r.id for r in records if r.source != records[0].source)
-
-    def push(self, query):
-        return (self.foreign[:1] or []) + super().push(query)[:2]
-'''
-
-JUSTIFICATION = ("Raising tau to 0.4 trades abstention/default net_at_1 and the newly failed "
-                 "probes for fewer wrong answers, which our users asked for in the support review")
 
 
 def config_text(tau: float = 0.35, k: int = 5, extra: str = "",

@@ -12,24 +12,8 @@ import pytest
 
 from tests.support import gaterepo
 from tests.support.cli import run_cli, seed_repo
+from tests.support.configs import JUSTIFICATION, LEAKY_ADAPTER
 from tests.support.gitrepos import actions_checkout, bare_origin, clone, commit, git, write_event
-
-# Pushes, on every turn, the first page of another source than the conversation's.
-LEAKY_ADAPTER = '''\
-from membench_gate.reference import ReferenceMemory
-
-
-class Leaky(ReferenceMemory):
-    def ingest(self, records):
-        super().ingest(records)
-        self.foreign = sorted(r.id for r in records if r.source != records[0].source)
-
-    def push(self, query):
-        return (self.foreign[:1] or []) + super().push(query)[:2]
-'''
-
-JUSTIFICATION = ("Raising tau to 0.4 trades abstention/default net_at_1 and the newly failed "
-                 "probes for fewer wrong answers, which our users asked for in the support review")
 
 
 @pytest.fixture(scope="module")
