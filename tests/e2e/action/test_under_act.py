@@ -22,11 +22,12 @@ from typing import Any
 import pytest
 
 from tests.support.actkit import (
-    ACTION_DIR,
     SETUP_PYTHON_STAND_IN,
     TOKEN,
     FakeServer,
     fake_github_process,
+    gate_workflow,
+    output_env_name,
     run_offline,
     vendor_action,
 )
@@ -48,45 +49,7 @@ OUTPUTS = list(action_spec()["outputs"])
 COMMENTS = f"/repos/{REPOSITORY}/issues/{PR_NUMBER}/comments"
 
 
-def _env_name(output: str) -> str:
-    return "OUT_" + output.upper().replace("-", "_")
-
-
-WORKFLOW = """\
-name: membench-gate
-on: pull_request
-permissions:
-  contents: read
-  pull-requests: write
-jobs:
-  gate:
-    runs-on: ubuntu-latest
-    steps:
-      - uses: actions/checkout@v4
-      - id: gate
-        uses: ./{action_dir}
-        with:
-          python-version: ""
-          github-token: {token}
-      - name: Record the gate's outputs
-        if: always()
-        env:
-          GATE_OUTCOME: ${{{{ steps.gate.outcome }}}}
-{output_env}
-        run: |
-          python3 - "$E2E_OUT/outputs-$E2E_RUN.json" <<'PY'
-          import json, os, sys
-          seen = {{k: v for k, v in os.environ.items() if k.startswith("OUT_") or k == "GATE_OUTCOME"}}
-          with open(sys.argv[1], "w", encoding="utf-8") as handle:
-              json.dump(seen, handle)
-          PY
-          if [ -n "$OUT_REPORT_PATH" ]; then cp "$OUT_REPORT_PATH" "$E2E_OUT/report-$E2E_RUN.md"; fi
-""".format(
-    action_dir=ACTION_DIR,
-    token=TOKEN,
-    output_env="\n".join(f"          {_env_name(name)}: ${{{{ steps.gate.outputs.{name} }}}}"
-                         for name in OUTPUTS),
-)
+WORKFLOW = gate_workflow(OUTPUTS)
 
 
 # -- the memory repository and its pull request ------------------------------------------------
@@ -161,7 +124,7 @@ def test_the_action_under_act(act: Path, origin: tuple[Path, str], fake_api: Fak
     assert job_result(run) == "success"
     assert_token_masked(run)
     seen = run.outputs
-    assert set(seen) == {"GATE_OUTCOME", *map(_env_name, OUTPUTS)}
+    assert set(seen) == {"GATE_OUTCOME", *map(output_env_name, OUTPUTS)}
     assert seen["GATE_OUTCOME"] == "success"
     assert (seen["OUT_VERDICT"], seen["OUT_EXIT_CODE"], seen["OUT_MODE"]) == ("pass", "0",
                                                                                 "same-hash")
