@@ -25,8 +25,6 @@ class Probe(Item):
 
 
 @dataclass
-
-
 class Fixtures(SuiteFixtures):
     """The abstention suite's items: facts and probes."""
 

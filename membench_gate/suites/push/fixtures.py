@@ -37,8 +37,6 @@ class Conversation(Item):
 
 
 @dataclass
-
-
 class Fixtures(SuiteFixtures):
     """The push suite's items: conversations."""
 

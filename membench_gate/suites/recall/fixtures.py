@@ -56,8 +56,6 @@ class RecallQuery(Item):
 
 
 @dataclass
-
-
 class Fixtures(SuiteFixtures):
     """The recall suite's items: the history (turns / chunks) and the queries."""
 

@@ -72,8 +72,6 @@ class ScenarioFile(BaseModel):
 
 
 @dataclass
-
-
 class Fixtures(SuiteFixtures):
     """The veto suite's items: decisions, and scenarios with the ``as_of`` of their file."""
 
