@@ -10,10 +10,20 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-__all__ = ["Answer", "Hit", "MemoryAdapter", "Query", "Record", "Session", "Turn", "__version__"]
+__all__ = ["Answer", "ContextTurn", "Hit", "MemoryAdapter", "Query", "Record", "Session", "Turn",
+           "__version__"]
 
 if TYPE_CHECKING:
-    from membench_gate.adapter.types import Answer, Hit, MemoryAdapter, Query, Record, Session, Turn
+    from membench_gate.adapter.types import (
+        Answer,
+        ContextTurn,
+        Hit,
+        MemoryAdapter,
+        Query,
+        Record,
+        Session,
+        Turn,
+    )
 
 
 def __getattr__(name: str) -> Any:

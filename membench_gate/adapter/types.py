@@ -54,6 +54,18 @@ class Query:
     files: tuple[str, ...] = ()
     as_of: datetime | None = None
     context: tuple[str, ...] = ()
+    # The same earlier turns with who said them and when (additive, protocol 1): assistant
+    # turns are context too, and a memory may segment a conversation by time.
+    context_turns: tuple[ContextTurn, ...] = ()
+
+
+@dataclass(frozen=True)
+class ContextTurn:
+    """An earlier turn of a conversation, as ``Query.context_turns`` carries it."""
+
+    role: str
+    text: str
+    at: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -90,6 +102,8 @@ class Turn:
     id: str
     speaker: str
     text: str
+    role: str = "user"  # "user" or "assistant" (additive, protocol 1)
+    at: datetime | None = None  # when it was said (additive; BrainBench sessions carry it)
 
 
 @dataclass(frozen=True)
@@ -162,13 +176,16 @@ def query_to_wire(query: Query) -> dict[str, Any]:
     return {
         "text": query.text, "k": query.k, "source": query.source, "files": list(query.files),
         "as_of": time_to_wire(query.as_of), "context": list(query.context),
+        "context_turns": [{"role": t.role, "text": t.text, "at": time_to_wire(t.at)}
+                          for t in query.context_turns],
     }
 
 
 def session_to_wire(session: Session) -> dict[str, Any]:
     return {
         "id": session.id, "source": session.source,
-        "turns": [{"id": t.id, "speaker": t.speaker, "text": t.text} for t in session.turns],
+        "turns": [{"id": t.id, "speaker": t.speaker, "text": t.text, "role": t.role,
+                   "at": time_to_wire(t.at)} for t in session.turns],
     }
 
 
@@ -199,13 +216,26 @@ def query_from_wire(data: Mapping[str, Any]) -> Query:
         files=_strings(data.get("files") or [], "files"),
         as_of=time_from_wire(data.get("as_of"), "as_of"),
         context=_strings(data.get("context") or [], "context"),
+        context_turns=tuple(_context_turn(t) for t in data.get("context_turns") or []),
     )
+
+
+def _context_turn(data: Any) -> ContextTurn:
+    if not isinstance(data, Mapping) or type(data.get("text")) is not str:
+        raise ValueError("context_turns must be a list of {role, text, at}")
+    return ContextTurn(role=str(data.get("role") or "user"), text=data["text"],
+                       at=time_from_wire(data.get("at"), "context_turns.at"))
+
+
+def _turn(data: Mapping[str, Any]) -> Turn:
+    return Turn(data["id"], data["speaker"], data["text"], data.get("role") or "user",
+                time_from_wire(data.get("at"), "turns.at"))
 
 
 def session_from_wire(data: Mapping[str, Any]) -> Session:
     return Session(
         id=data["id"], source=data.get("source") or "default",
-        turns=tuple(Turn(t["id"], t["speaker"], t["text"]) for t in data.get("turns") or []),
+        turns=tuple(_turn(t) for t in data.get("turns") or []),
     )
 
 
