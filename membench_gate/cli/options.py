@@ -157,7 +157,8 @@ TARGET = option("target", metavar="CELL#ID", help="e.g. veto/files_known#scn-003
 
 # -- import ---------------------------------------------------------------------------------------
 
-FORMAT = option("format", choices=("vetobench", "veribench", "longmemeval", "locomo"))
+FORMAT = option("format", choices=("vetobench", "veribench", "longmemeval", "locomo",
+                                   "brainbench"))
 SOURCES = option("sources", nargs="+", type=Path, metavar="SRC")
 
 # -- selftest -------------------------------------------------------------------------------------

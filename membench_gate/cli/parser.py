@@ -77,7 +77,7 @@ COMMANDS: dict[str, Command] = {
         o.FORMAT, o.SOURCES, o.IMPORT_OUT, o.DEBUG),
         description="Convert your own copy of a published data set into a fixture folder "
                     "(never bundled). vetobench CORPUS SCENARIOS · veribench ANSWERABLE.jsonl "
-                    "UNANSWERABLE.jsonl · longmemeval FILE · locomo FILE"),
+                    "UNANSWERABLE.jsonl · longmemeval FILE · locomo FILE · brainbench DIR"),
     "selftest": Command("selftest:cmd_selftest", "prove every gated metric can fail: run mutants "
                                                  "of the adapter", (
         *o.ADAPTER_RUN, o.SELFTEST_JSON, o.MUTANT)),

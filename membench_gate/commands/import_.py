@@ -19,5 +19,8 @@ def cmd_import(args: argparse.Namespace) -> int:
         print(visible(f"  note: {note}"))
     if len(imported.notes) > NOTES_SHOWN:
         print(f"  … {len(imported.notes) - NOTES_SHOWN} more notes in {args.out / 'SOURCE.json'}")
-    print(f'  enable with: [suites.{imported.suite}] fixtures = ["{args.out.as_posix()}"]')
+    if imported.enable:
+        print(f"  enable: {imported.enable.format(out=args.out.as_posix())}")
+    else:
+        print(f'  enable with: [suites.{imported.suite}] fixtures = ["{args.out.as_posix()}"]')
     return ExitCode.PASS

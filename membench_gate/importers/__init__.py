@@ -29,7 +29,7 @@ class Format:
 
 def formats() -> dict[str, Format]:
     """Format name → its importer (modules imported on demand)."""
-    from membench_gate.importers import locomo, longmemeval, veribench, vetobench
+    from membench_gate.importers import brainbench, locomo, longmemeval, veribench, vetobench
 
     return {
         "vetobench": Format("vetobench", "veto", ("CORPUS", "SCENARIOS"), vetobench.convert),
@@ -37,6 +37,7 @@ def formats() -> dict[str, Format]:
                             veribench.convert),
         "longmemeval": Format("longmemeval", "recall", ("FILE",), longmemeval.convert),
         "locomo": Format("locomo", "recall", ("FILE",), locomo.convert),
+        "brainbench": Format("brainbench", "push, writeback", ("DIR",), brainbench.convert),
     }
 
 

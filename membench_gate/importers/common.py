@@ -6,6 +6,7 @@ import hashlib
 import json
 import re
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -32,6 +33,15 @@ class Imported:
     mapping: dict[str, str]
     counts: dict[str, int] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    root: Path | None = None  # inputs are named relative to this folder (else by file name)
+    # Files whose text depends on where they are written (a path to paste into membench.toml).
+    render: Callable[[Path], dict[str, str]] | None = None
+    # Subfolders the import owns: a ``*.json`` left there by an earlier import is removed.
+    replaces: tuple[str, ...] = ()
+    # Suite -> its fixture folders under OUT, loaded before anything is written (default: OUT
+    # itself as the fixtures of ``suite``).
+    loads: dict[str, list[str]] | None = None
+    enable: str = ""  # how to enable the folder, when not one [suites.<suite>] line ({out})
 
     def summary(self) -> str:
         counts = ", ".join(f"{value:,} {key}" for key, value in self.counts.items())
@@ -169,11 +179,16 @@ def source_record(imported: Imported) -> dict[str, Any]:
         "format": imported.format,
         "suite": imported.suite,
         "importer_version": IMPORTER_VERSION,
-        "inputs": [{"file": path.name, "sha256": sha256_file(path)} for path in imported.sources],
+        "inputs": [{"file": _input_name(path, imported.root), "sha256": sha256_file(path)}
+                   for path in imported.sources],
         "mapping": imported.mapping,
         "counts": imported.counts,
         "notes": imported.notes,
     }
+
+
+def _input_name(path: Path, root: Path | None) -> str:
+    return path.relative_to(root).as_posix() if root is not None else path.name
 
 
 def write_folder(imported: Imported, out: Path) -> None:
@@ -183,22 +198,33 @@ def write_folder(imported: Imported, out: Path) -> None:
     if out.exists() and not out.is_dir():
         raise GateError(f"--out {out}: exists and is not a folder")
     texts = {name: dumps_items(data) for name, data in imported.files.items()}
-    _check_loadable(imported.suite, texts, out)
+    loads = {imported.suite: ["."]} if imported.loads is None else imported.loads
+    _check_loadable(loads, texts, out)
+    if imported.render is not None:
+        texts.update(imported.render(out))
     texts["SOURCE.json"] = json.dumps(source_record(imported), sort_keys=True,
                                       ensure_ascii=False, indent=2) + "\n"
     for name, text in texts.items():
         write_atomic(out / name, text)
+    for sub in imported.replaces:
+        for stale in sorted((out / sub).glob("*.json")):
+            if stale.relative_to(out).as_posix() not in texts:
+                stale.unlink()
 
 
-def _check_loadable(suite: str, texts: dict[str, str], out: Path) -> None:
+def _check_loadable(loads: dict[str, list[str]], texts: dict[str, str], out: Path) -> None:
     """Load the fixtures exactly as a run will, before writing anything: what the source holds
     but a fixture may not (a stale trap aimed at a superseded decision, …) is an error now."""
     from membench_gate.suites.common.fixtures import load_suite
 
+    if not loads:
+        return
     with tempfile.TemporaryDirectory(prefix="membench-import-") as scratch:
         for name, text in texts.items():
+            (Path(scratch) / name).parent.mkdir(parents=True, exist_ok=True)
             (Path(scratch) / name).write_text(text, encoding="utf-8")
         try:
-            load_suite(suite, [scratch], Path(scratch), include_holdout=True)
+            for suite, folders in loads.items():
+                load_suite(suite, folders, Path(scratch), include_holdout=True)
         except GateError as exc:
             raise GateError(str(exc).replace(scratch, str(out))) from exc
