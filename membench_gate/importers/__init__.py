@@ -1,7 +1,8 @@
 """Importers: the data sets memory teams already have → ordinary fixture folders.
 
 ``membench-gate import FORMAT SRC… --out DIR`` reads the user's own copy of a published data set (it
-is never bundled: licences vary) and writes the fixture files of one suite plus ``SOURCE.json``:
+is never bundled: licences vary) and writes the fixture files of one suite (BrainBench: of the
+push and writeback suites, with the ``[suites.*]`` tables to paste) plus ``SOURCE.json``:
 each input file's name and sha256, the importer's version and the field mapping, so a fixture
 folder always says where it came from. Import is deterministic — the same input gives the same
 bytes — and a file of the wrong shape is one error line naming the file, the item, the missing

@@ -60,6 +60,17 @@ class _Fixture:
     gold: dict[str, Any] = field(default_factory=dict)  # turn id -> turn gold
     decisions: list[dict[str, Any]] | None = None
     gold_file: str = ""
+    repeated: int = 0  # slugs or keywords given twice in one list of the gold, kept once
+
+    def once(self, values: list[str], fold: bool = False) -> list[str]:
+        """``values`` without repeats (keywords ignoring case, as the writeback suite compares
+        them): BrainBench reads a repeat as the same slug or keyword, the suites refuse it."""
+        first: dict[str, str] = {}
+        for value in values:
+            first.setdefault(value.casefold() if fold else value, value)
+        kept = list(first.values())
+        self.repeated += len(values) - len(kept)
+        return kept
 
     @property
     def holdout(self) -> bool:
@@ -222,7 +233,8 @@ def _join(fx: _Fixture, gold: Fields) -> None:
         tg = Fields(raw, where, GOLD)
         _only_keys(tg, TURN_GOLD_KEYS)
         retrieve = _bool(tg, "should_retrieve", required=True)
-        slugs, acceptable = _strings(tg, "gold_slugs"), _strings(tg, "acceptable_slugs")
+        slugs = fx.once(_strings(tg, "gold_slugs"))
+        acceptable = fx.once(_strings(tg, "acceptable_slugs"))
         if roles[key] == "assistant" and (retrieve or tg.has("gold_slugs")
                                           or tg.has("acceptable_slugs")):
             raise tg.fail("retrieval gold on an assistant turn (only user turns are pushed)")
@@ -236,7 +248,7 @@ def _join(fx: _Fixture, gold: Fields) -> None:
             entity = gf.text("entity_slug", required=False)
             if entity is None:
                 raise gf.fail("entity_slug is null: a writeback gold fact needs its entity")
-            keywords = _strings(gf, "match_keywords", required=True)
+            keywords = fx.once(_strings(gf, "match_keywords", required=True), fold=True)
             if not keywords:
                 raise gf.fail("match_keywords must not be empty")
             kind = gf.text("kind", required=False)
@@ -262,8 +274,9 @@ def _join(fx: _Fixture, gold: Fields) -> None:
                 raise d.fail(f"decision_id {did!r} must be unique and letters, digits, '.', '_' "
                              "or '-'")
             seen.add(did)
-            decisions.append({"id": did, "expected": _strings(d, "expected_slugs", required=True),
-                              "keywords": _strings(d, "match_keywords", required=True)})
+            decisions.append({
+                "id": did, "expected": fx.once(_strings(d, "expected_slugs", required=True)),
+                "keywords": fx.once(_strings(d, "match_keywords", required=True), fold=True)})
         if not decisions:
             raise cont.fail("decisions must not be empty")
         fx.decisions = decisions
@@ -535,6 +548,8 @@ def convert(sources: list[Path]) -> Imported:
             (sum(1 for fx in fixtures if fx.obj.get("sources")),
              "fixtures declaring 'sources': {} (not carried: a source exists here when a page or "
              "the conversation names it)"),
+            (sum(fx.repeated for fx in fixtures), "slugs or keywords repeated in one list of the "
+                                                  "gold: {} (kept once)"),
             (tally["writer_decisions"], "continuity writers' gold with their own decisions: {} "
                                         "(the reader's decisions are scored, as in BrainBench)"),
             (tally["writer_decisions_differ"], "of them differing from the reader's: {} (the "

@@ -145,7 +145,21 @@ def test_counts_notes_and_inputs_in_source_json(imported: Path, tmp_path: Path) 
             "fixtures declaring 'sources': 1",
             "continuity writers' gold with their own decisions: 1"):
         assert expected in notes
-    assert "differing from the reader's" not in notes
+    assert "differing from the reader's" not in notes and "repeated" not in notes
+
+
+def test_repeated_slugs_and_keywords_are_kept_once(tmp_path: Path) -> None:
+    def repeat(data: Corpus) -> None:
+        data["ms-twins"][1]["turns"]["3"]["gold_slugs"].append("companies/kestrel")
+        data["wb-gap"][1]["turns"]["2"]["gold_facts"][0]["match_keywords"].append("MEMO")
+    out = tmp_path / "bb"
+    assert do_import(write_corpus(tmp_path / "corpus", edit=repeat), out) == 0
+    turn = read_folder(out, "push", "conversations")["ms-twins"]["turns"][2]
+    assert turn["gold"] == ["companies/kestrel", "people/mira-vale"]
+    fact = read_folder(out, "writeback", "sessions")["wb-gap"]["gold_facts"][1]
+    assert fact["keywords"] == ["Friday", "memo"]
+    assert "slugs or keywords repeated in one list of the gold: 2 (kept once)" in \
+        read(out / "SOURCE.json")["notes"]
 
 
 def test_suites_toml_names_the_folders_and_the_cells(imported: Path) -> None:
