@@ -206,6 +206,9 @@ def _fixture(path: Path) -> _Fixture:
         if role not in ("writer", "reader"):
             raise cont.fail(f"pair_role must be 'writer' or 'reader', not {role!r}")
         pair = (pair_id, role)
+    elif "continuity" in suites:
+        raise fields.fail("suites include 'continuity' but there is no field 'continuity' "
+                          "{pair_id, pair_role}")
     if "write-back" in suites or (pair and pair[1] == "writer"):
         # Write-back segments a conversation by time (a gap over 30 minutes): every turn needs it.
         missing = next((t["id"] for t in turns if "at" not in t), None)

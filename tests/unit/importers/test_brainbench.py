@@ -257,6 +257,9 @@ CASES = [
      "fixtures/c1-reader.fixture.json: active_source 'team' differs from its writer's 'default'"),
     ("unknown suite", _edit("wb-gap", 0, lambda f: f.update(suites=["recall"])),
      "suites must name some of know-to-ask, push, write-back, continuity, not 'recall'"),
+    ("continuity without a pair", _edit("c2-writer", 0, lambda f: f.pop("continuity")),
+     "fixtures/c2-writer.fixture.json: suites include 'continuity' but there is no field "
+     "'continuity'"),
     ("gold for another fixture", _edit("wb-gap", 1, lambda g: g.update(fixture_id="wb-held")),
      "fixture_id 'wb-held' also has gold/wb-gap.gold.json"),
 ]
