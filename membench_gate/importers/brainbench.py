@@ -40,6 +40,7 @@ KINDS = ("event", "preference", "commitment", "belief", "fact")
 PUSH_CELLS = {"know-to-ask": "know_to_ask", "push": "push"}
 SUITES = (*PUSH_CELLS, "write-back", "continuity")
 DEFAULT_SOURCE = "default"
+PUSH_BUDGET = 3  # gbrain's retrieval reflex injects at most 3 pages a turn (its default)
 _FIXTURE_ID = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 _FILE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 # Where each kind of item goes under OUT: the folders suites.toml names and re-import replaces.
@@ -447,7 +448,8 @@ def suites_toml(out: Path, parts: dict[str, list[Any]], total: int) -> str:
         "# writeback/fidelity = write-back, writeback/continuity = continuity.",
     ]
     if parts[PUSH]:
-        lines += ["", "[suites.push]", f'fixtures = ["{name}/{PUSH}"]']
+        lines += ["", "[suites.push]", f'fixtures = ["{name}/{PUSH}"]',
+                  f"budget = {PUSH_BUDGET}  # pages a turn, as gbrain's retrieval reflex injects at most"]
     writeback = [f'"{name}/{part}"' for part in (WRITEBACK, CONTINUITY) if parts[part]]
     if writeback:
         lines += ["", "[suites.writeback]", f"fixtures = [{', '.join(writeback)}]"]

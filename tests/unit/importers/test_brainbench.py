@@ -165,7 +165,7 @@ def test_repeated_slugs_and_keywords_are_kept_once(tmp_path: Path) -> None:
 def test_suites_toml_names_the_folders_and_the_cells(imported: Path) -> None:
     text = (imported / "suites.toml").read_text(encoding="utf-8")
     assert tomllib.loads(text) == {"suites": {
-        "push": {"fixtures": ["bb/push"]},
+        "push": {"fixtures": ["bb/push"], "budget": 3},
         "writeback": {"fixtures": ["bb/writeback", "bb/continuity"]}}}
     assert "push/know_to_ask = know-to-ask, push/push = push" in text
     assert "writeback/fidelity = write-back, writeback/continuity = continuity" in text
