@@ -209,6 +209,18 @@ class _Replay:
                             f"{_shown(injected)}")
         return list(injected)
 
+    def complete(self, messages: Any, item: str, repeat: int = 0) -> str:
+        """A live suite's LLM call: the reply the item recorded (no LLM is asked)."""
+        found = self._recorded(item)
+        if found is None:
+            return ""
+        record, where = found
+        reply = record.get("reply")
+        if not isinstance(reply, str):
+            raise _Unreadable(f"{self.label}: {where}.reply: expected a string, got "
+                            f"{_shown(reply)}")
+        return reply
+
     def _recorded(self, asked: str) -> tuple[dict[str, Any], str] | None:
         """The record holding the answer to ``asked``, and where it is in the file."""
         # An id may hold " in " itself; a cell's name never does.
