@@ -198,3 +198,36 @@ def test_a_deterministic_run_and_a_replay_never_import_the_client(tmp_path: Path
                           timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "clean"
+
+
+def test_a_call_the_rest_of_the_budget_does_not_cover_is_refused_before_it_is_made(
+        tmp_path: Path, keyed: None) -> None:
+    from membench_gate.run.live import LLM
+
+    with FakeLLM.for_fixtures(FIXTURES) as fake:
+        table = config(tmp_path, fake.url, live="max_calls = 2\n").live
+        assert table is not None
+        llm = LLM(table, tmp_path, 400)
+        for task in ("a", "b"):
+            llm.complete([{"role": "user", "content": task}], f"{task} in behaviour/none", 0)
+        with pytest.raises(GateError, match=r"max_calls = 2 reached before c in behaviour/none"):
+            llm.complete([{"role": "user", "content": "c"}], "c in behaviour/none", 0)
+        assert len(fake.requests) == 2
+    assert llm.receipt()["calls"] == 2 and llm.receipt()["prompt_tokens"] > 0
+
+
+def test_the_repeat_index_is_the_wrapped_sessions_and_keys_the_call(tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    from membench_gate.run.live import LLM, LiveSession
+
+    table = config(tmp_path, "http://127.0.0.1:9/v1", live="mode = \"replay\"\n").live
+    assert table is not None
+    inner = SimpleNamespace()
+    session = LiveSession(inner, LLM(table, tmp_path, 400, env={}))
+    assert getattr(session, "repeat", 0) == 0
+    session.repeat = 3  # set on whichever object the runner holds: both agree
+    assert inner.repeat == 3 and session.repeat == 3
+    with pytest.raises(GateError, match=r"no recorded answer for x in behaviour/none \(repeat 3;"):
+        session.complete([{"role": "user", "content": "x"}], "x in behaviour/none",
+                         session.repeat)
