@@ -126,6 +126,12 @@ def test_without_a_key_or_a_cache_the_suite_is_skipped_and_its_absence_gated(
     note = skipped.model_dump()["receipt"]["live"]["skipped"]["behaviour"]
     assert note.startswith(f"no key in ${KEY} and no recorded answer for scn-001")
     assert "behaviour: skipped, no key in" in capsys.readouterr().err
+    # The skipped run's file re-derives (nothing to replay), and claims no cells it skipped.
+    head = config(tmp_path / "head", fake.url)
+    rederive("r.json", skipped, head)
+    forged = skipped.model_copy(update={"cells": dict(base.cells)})
+    with pytest.raises(GateError, match=r"receipt\.live\.skipped names suite behaviour"):
+        rederive("r.json", forged, head)
     verdict = decide(base, base, skipped.to_baseline())
     assert verdict.verdict != "PASS"
     assert "behaviour/memory" in {b.key for b in verdict.breaches if b.kind == "cell-missing"}
