@@ -84,12 +84,56 @@ class AdapterTable(Table):
         gt=0, le=MAX_TIMEOUT, allow_inf_nan=False,
         description=f"a number of seconds, more than 0 and at most {MAX_TIMEOUT:g}",
     )] = DEFAULT_TIMEOUT
+    # Variables handed to the adapter on purpose (one that calls an LLM itself); the live key and
+    # anything else the gate keeps for itself stays withheld unless named here.
+    pass_env: list[Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]] = Field(
+        [], description="a list of environment variable names")
 
     @model_validator(mode="after")
     def _one_target(self) -> AdapterTable:
         if self.python is not None and self.command is not None:
             raise problem("takes exactly one of command and python")
+        from membench_gate.adapter.seal import withheld
+
+        refused = [name for name in self.pass_env if withheld(name)]
+        if refused:
+            raise problem(f"pass_env: {refused[0]} is a runner credential or path, never handed "
+                          "to the adapter")
         return self
+
+
+LIVE_MODES = ("replay", "record", "auto")
+MAX_LIVE_CALLS = 1_000_000
+MAX_LIVE_TOKENS = 10_000_000_000
+
+
+class LiveTable(Table):
+    """``[live]``: the LLM a live suite puts in the loop (docs/live.md). ``model``,
+    ``temperature`` and ``alpha`` are part of the measurement (recorded and hashed); where the
+    endpoint is, the key's variable, the cache, the mode and the budget are not."""
+
+    base_url: Annotated[str, Field(min_length=1, pattern=r"^https?://",
+                                   description="an http:// or https:// URL")]
+    model: Annotated[str, Field(min_length=1, description="a model name")]
+    api_key_env: Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
+                                      description="an environment variable name")] = \
+        "OPENAI_API_KEY"
+    temperature: Annotated[float, Field(ge=0, le=2, allow_inf_nan=False,
+                                        description="a number from 0 to 2")] = 0.0
+    cache: Annotated[str, Field(min_length=1, description="a relative path")] | None = None
+    mode: Annotated[str, Field(pattern="^(replay|record|auto)$",
+                               description="one of 'replay', 'record', 'auto'")] = "auto"
+    max_calls: Annotated[int, Field(ge=1, le=MAX_LIVE_CALLS, description=(
+        f"an integer from 1 to {MAX_LIVE_CALLS}"))] = 1000
+    max_tokens: Annotated[int, Field(ge=1, le=MAX_LIVE_TOKENS, description=(
+        f"an integer from 1 to {MAX_LIVE_TOKENS}"))] = 2_000_000
+    alpha: Annotated[float, Field(gt=0, lt=0.5, allow_inf_nan=False,
+                                  description="a number more than 0 and less than 0.5")] = 0.05
+
+    def measurement(self) -> dict[str, Any]:
+        """What of ``[live]`` a result depends on: recorded in results and folded into
+        ``fixtures_hash`` (a new model or temperature is a new measurement, like a new corpus)."""
+        return {"alpha": self.alpha, "model": self.model, "temperature": self.temperature}
 
 
 class GateTable(Table):
@@ -132,6 +176,7 @@ class ConfigFile(Table):
     adapter: AdapterTable = Field(default_factory=AdapterTable.model_construct)
     suites: Suites = Field(default_factory=Suites.model_construct)
     gate: GateTable = Field(default_factory=GateTable.model_construct)
+    live: LiveTable | None = None
     # ">=" for a higher-is-better metric, "<=" for a lower one; not recorded (rule 2 reads both
     # the base commit's and the working tree's).
     floors: Floors = Field(default_factory=dict)
@@ -161,6 +206,8 @@ class Config(NamedTuple):
     floors: dict[str, float]
     timeout: float = DEFAULT_TIMEOUT
     budget_minutes: float | None = None  # [gate] budget_minutes: not recorded, not hashed
+    live: LiveTable | None = None  # [live]: only its measurement() is recorded and hashed
+    pass_env: tuple[str, ...] = ()  # [adapter] pass_env
 
     @property
     def base_dir(self) -> Path:
@@ -196,12 +243,16 @@ class Config(NamedTuple):
                 for key, value in self.suites[name]}
 
     def record(self) -> dict[str, Any]:
-        """What results and baselines record: the measurement plus the adapter, for information."""
-        return {
+        """What results and baselines record: the measurement plus the adapter, for information
+        (``live`` only for a config with a ``[live]`` table, so other records stay as they were)."""
+        record = {
             "suites": {name: self.suite_record(name) for name in self.suites},
             "include_holdout": self.include_holdout,
             "adapter": self.adapter_record(),
         }
+        if self.live is not None:
+            record["live"] = self.live.measurement()
+        return record
 
     def adapter_record(self) -> dict[str, Any]:
         """The system under test, for information: its target and options."""
@@ -221,7 +272,17 @@ class Config(NamedTuple):
         from membench_gate.adapter.rpc import launch
 
         budget.adopt(self.budget_minutes)
-        return launch(self.adapter_argv(), self.base_dir, self.timeout, self.adapter_options)
+        return launch(self.adapter_argv(), self.base_dir, self.timeout, self.adapter_options,
+                      self.adapter_env())
+
+    def adapter_env(self) -> dict[str, str]:
+        """The environment the adapter starts from: the live key's variable kept by the gate
+        unless ``[adapter] pass_env`` names it (the runner's credentials are withheld later,
+        whatever this says)."""
+        from membench_gate.adapter.seal import withhold
+
+        keep = (self.live.api_key_env,) if self.live is not None else ()
+        return withhold(os.environ, drop=keep, passed=self.pass_env)
 
 
 def python_target(python: str | None, command: object) -> str:
@@ -320,6 +381,10 @@ def parse_config(text: str, path: Path, label: str | None = None) -> Config:
     if not suites:
         raise GateError(f"{label}: no suite enabled (add a "
                         f"{', '.join(f'[suites.{n}]' for n in SUITE_NAMES)} table)")
+    live = [name for name in suites if registry()[name].live]
+    if live and data.live is None:
+        raise GateError(f"{label}: [suites.{live[0]}] is a live suite and needs a [live] table "
+                        "(the LLM it asks: base_url, model; docs/live.md)")
     return Config(
         path=path,
         adapter=python_target(adapter.python, adapter.command),
@@ -331,6 +396,8 @@ def parse_config(text: str, path: Path, label: str | None = None) -> Config:
         floors=data.floors,
         timeout=adapter.timeout,
         budget_minutes=data.gate.budget_minutes,
+        live=data.live,
+        pass_env=tuple(adapter.pass_env),
     )
 
 

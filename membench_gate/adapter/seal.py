@@ -35,7 +35,7 @@ import os
 import re
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -71,10 +71,14 @@ def withheld(name: str) -> bool:
             or upper.startswith("ACTIONS_ID_TOKEN_REQUEST_"))
 
 
-def withhold(env: Mapping[str, str]) -> dict[str, str]:
+def withhold(env: Mapping[str, str], drop: Iterable[str] = (),
+             passed: Iterable[str] = ()) -> dict[str, str]:
     """``env`` without what :func:`withheld` names: the one list, used everywhere; nor with what
-    the gate set in its own environment for itself alone (:data:`GATE_ONLY_VARIABLE`)."""
+    the gate set in its own environment for itself alone (:data:`GATE_ONLY_VARIABLE`); nor with
+    the names in ``drop`` (the gate's own credentials, such as the live suites' key) unless
+    ``passed`` names them too (``[adapter] pass_env``: what withheld() names is never passed)."""
     own = {GATE_ONLY_VARIABLE, *env.get(GATE_ONLY_VARIABLE, "").split(",")}
+    own.update(set(drop) - set(passed))
     return {name: value for name, value in env.items()
             if not withheld(name) and name not in own}
 

@@ -229,6 +229,11 @@ def check(config_path: Path, context: Context, *, base_ref: str | None = None,
                 verdict.notes.append("--verify-determinism: the suites ran twice on the same "
                                      "config and fixtures, and the two runs' results are "
                                      "identical")
+            # A live suite skipped (no key, no cached answer) is said in the report, not only on
+            # the console: its cells are absent, and gated as absent.
+            skipped = (getattr(actual.receipt, "live", None) or {}).get("skipped", {})
+            verdict.notes += [f"live suite {name} skipped: {why} (docs/live.md)"
+                              for name, why in sorted(skipped.items())]
             # Where this run's numbers were saved: the next step blesses them from there.
             saved = outputs.out if outputs.out is not None else results
             write_outputs(outputs, verdict, actual, inputs.base.baseline,

@@ -87,7 +87,8 @@ class _Adapter:
     def fresh(self) -> Iterator[rpc.AdapterClient]:
         """A newly started process, stopped when the block ends."""
         with rpc.start(self.config.adapter_argv(), self.config.base_dir,
-                       self.config.adapter_options, self.config.timeout) as client:
+                       self.config.adapter_options, self.config.timeout,
+                       self.config.adapter_env()) as client:
             try:
                 yield client
             finally:

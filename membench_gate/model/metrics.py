@@ -62,6 +62,7 @@ CONDITIONS: dict[str, tuple[str, ...]] = {
     "push": ("default",),
     "writeback": ("fidelity", "continuity"),
     "recall": ("default",),
+    "behaviour": ("none", "conventions", "flatfile", "memory"),
 }
 CELLS = tuple(f"{suite}/{cond}" for suite, conds in CONDITIONS.items() for cond in conds)
 # Cells a suite derives from its other cells' records (controls): their one item stands for the
@@ -204,6 +205,13 @@ REGISTRY: dict[str, Metric] = {
             "Share of unanswerable queries the system answered instead of abstaining (absent "
             "when there are none).",
             per=("answerable", True, False),
+        ),
+        Metric(
+            "veto_respected_rate", "behaviour", "higher", "gated",
+            "Share of veto scenarios where the LLM, given the task and the condition's context, "
+            "did not propose the rejected option again (gated with the memory's context; the "
+            "other conditions are its yardsticks).",
+            gated_in=("memory",), label="veto respected", per=ALL_ITEMS,
         ),
     )
 }

@@ -21,9 +21,18 @@ def hash_of(config: Config, files: Mapping[str, list[FixtureFile]]) -> str:
 def _hash(config: Config, digests: Mapping[str, list[tuple[str, str]]]) -> str:
     """``fixtures_hash`` of ``config`` over each suite's files as ``(label, digest)``."""
     return fixtures_hash(config.include_holdout, [
-        (name, get(name).scorer_version, config.suite_record(name), digests[name])
+        (name, get(name).scorer_version, _measured(config, name), digests[name])
         for name in digests
     ])
+
+
+def _measured(config: Config, name: str) -> dict[str, object]:
+    """A suite's options as hashed: a live suite's with the measurement of ``[live]`` (model,
+    temperature, alpha), so changing the LLM behaves like a corpus change."""
+    record = config.suite_record(name)
+    if get(name).live and config.live is not None:
+        return {**record, "live": config.live.measurement()}
+    return record
 
 
 def measurement_hash(config: Config) -> str:

@@ -107,6 +107,26 @@ def cell_digests(fixtures: SuiteFixtures, items: dict[str, Any]) -> dict[str, st
     return {item: fixtures.digests.get(item, whole) for item in sorted(items)}
 
 
+def _live_client(config: Config, loaded: dict[str, SuiteFixtures], shard: Shard | None) -> Any:
+    """The LLM client of a run with live suites (None without), its budget checked against every
+    call the run will make: one pass's calls times the suite's ``repeats``."""
+    live = [name for name in loaded if get(name).live]
+    if not live or config.live is None:
+        return None
+    from membench_gate.run.live import LLM
+
+    planned = {}
+    for name in live:
+        scoring: Any = get(name).scoring
+        scored = shard.restrict(name, loaded[name]) if shard else loaded[name]
+        calls, tokens = scoring.plan(scored, config.suites[name])
+        repeats = getattr(config.suites[name], "repeats", None) or 1
+        planned[name] = (calls * repeats, tokens * repeats)
+    llm = LLM(config.live, config.base_dir, scoring.COMPLETION_TOKENS)
+    llm.preflight(planned)
+    return llm
+
+
 def run(config: Config, progress: Progress | None = None,
         wrap: Callable[[rpc.SuiteSession], Any] | None = None,
         shard: Shard | None = None,
@@ -121,6 +141,7 @@ def run(config: Config, progress: Progress | None = None,
     started = datetime.now(timezone.utc)
     clock = time.perf_counter()
     digest, loaded = preloaded or load_fixtures(config)
+    llm = _live_client(config, loaded, shard)  # the budget is checked before the adapter starts
     process = (handshake := config.launch()).process
     try:
         client = handshake.finish()
@@ -136,7 +157,19 @@ def run(config: Config, progress: Progress | None = None,
             if wrap is not None:
                 session = wrap(session)
             scored = shard.restrict(name, fixtures) if shard else fixtures
-            outcome = get(name).run(scored, session, config.suites[name], progress)
+            if get(name).live:
+                from membench_gate.run.live import LiveSession, LiveSkipped
+
+                try:
+                    outcome = get(name).run(scored, LiveSession(session, llm), config.suites[name],
+                                            progress)
+                except LiveSkipped as skip:
+                    # Its cells are left out: against a base that has them, that is a breach.
+                    llm.skipped[name] = str(skip)
+                    sys.stderr.write(f"{name}: skipped, {skip} (docs/live.md)\n")
+                    continue
+            else:
+                outcome = get(name).run(scored, session, config.suites[name], progress)
             for cell_name, cell in outcome.cells.items():
                 cells[cell_name] = Cell(metrics=cell.metrics, gold_total=cell.gold_total,
                                         failed=cell.failed)
@@ -159,6 +192,7 @@ def run(config: Config, progress: Progress | None = None,
             "duration_s": time.perf_counter() - clock,
             "adapter": client.name,
             "shard": str(shard) if shard else None,
+            **({"live": llm.receipt()} if llm is not None else {}),
         },
         items=items,
     )

@@ -56,6 +56,7 @@ if TYPE_CHECKING:
 # or scorer).
 _PACKAGES = {
     "abstention": "membench_gate.suites.abstention",
+    "behaviour": "membench_gate.suites.behaviour",
     "push": "membench_gate.suites.push",
     "recall": "membench_gate.suites.recall",
     "veto": "membench_gate.suites.veto",

@@ -106,7 +106,8 @@ def test_suite_record_is_the_suite_models_dump() -> None:
     # every option of every suite, defaults and values as written, lists copied.
     from membench_gate.config import SUITE_NAMES, parse_config
 
-    tables = "\n".join(f"[suites.{name}]" for name in SUITE_NAMES)
+    tables = "\n".join(f"[suites.{name}]" for name in SUITE_NAMES) + \
+        '\n[live]\nbase_url = "http://127.0.0.1:1/v1"\nmodel = "m"'
     defaults = parse_config(tables, Path("membench.toml"))
     given = parse_config(tables.replace("[suites.abstention]", "[suites.abstention]\nk = 3\n"
                                         "lambdas = [1, 2.5]\nshuffle_seed = 9\nfixtures = ['a']"),

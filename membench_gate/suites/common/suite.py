@@ -94,6 +94,9 @@ class Suite(NamedTuple):
     # What the suite needs of the adapter beyond ``search`` (a write path): called by the runner
     # right after ``initialize``, before any suite runs; raises a ``GateError``.
     check_adapter: Callable[[Any], None] | None = None
+    # A live suite asks an LLM (docs/live.md): it needs ``[live]``, and its session answers
+    # ``complete`` (the runner's record/replay client) besides the adapter's methods.
+    live: bool = False
 
     @property
     def derived(self) -> frozenset[str]:

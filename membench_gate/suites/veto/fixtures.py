@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -56,6 +56,9 @@ class Scenario(Item):
     veto_decision_id: str = Field(min_length=1)
     trap: Literal["direct", "implicit", "stale-named", "stale-unnamed"]
     rejected_option: str = Field(min_length=1)
+    # Other spellings of the rejected option, for the behaviour suite's judge ("Mongo" for
+    # "MongoDB"); the veto suite does not read them.
+    rejected_aliases: list[Annotated[str, Field(min_length=1)]] = []
 
     @property
     def lifecycle(self) -> bool:
@@ -167,7 +170,10 @@ def validate(fx: Fixtures, include_holdout: bool) -> None:
             )
         referenced = [decision, *(decisions[i] for i in stale)]
         if include_holdout or not (scenario.holdout or any(d.holdout for d in referenced)):
-            payload: dict[str, Any] = {"scenario": scenario.model_dump(),
+            # (aliases only when listed: a corpus without them keeps the digests it had)
+            payload: dict[str, Any] = {"scenario": scenario.model_dump(
+                                           exclude=set() if scenario.rejected_aliases
+                                           else {"rejected_aliases"}),
                                        "as_of": as_of.isoformat(),
                                        "decision": _decision_payload(decision)}
             if stale:
