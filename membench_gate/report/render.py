@@ -26,6 +26,7 @@ from markupsafe import Markup
 
 from membench_gate.errors import visible
 from membench_gate.files import data_dir
+from membench_gate.model import cells as cell_names
 from membench_gate.model import metrics
 from membench_gate.model.canonical import round4
 from membench_gate.model.history import HistoryVersion
@@ -173,7 +174,7 @@ def _mark(cell: str, name: str, base: Any, head: Any) -> str:
 
 
 def _is_control(cell: str) -> bool:
-    return cell.partition("/")[2].startswith("control")
+    return cell_names.parse(cell).condition.startswith("control")
 
 
 def _prefixes(key: str) -> Iterator[str]:
