@@ -40,8 +40,9 @@ def parse(cell: str) -> CellName:
     parts = cell.split("/")
     if len(parts) == 3:
         return CellName(*parts)
-    suite, _, condition = cell.partition("/")
-    return CellName("", suite, condition)
+    if len(parts) == 2:
+        return CellName("", *parts)
+    return CellName("", parts[0], "")
 
 
 def join(seam: str, name: str) -> str:
