@@ -211,3 +211,27 @@ def test_a_floor_on_a_seams_cell(work: Path, results: tuple[Path, Path]) -> None
            {"membench.toml": TWO + floor.replace(f"{measured + 0.01:.4f}", f"{measured:.4f}")})
     code, verdict, out = verdict_of(work)
     assert (code, verdict["verdict"]) == (0, "pass"), out
+
+
+def test_a_dropped_suites_invariants_are_still_measured_in_every_seam(work: Path) -> None:
+    # The pull request drops the abstention suite and makes the command seam forget everything
+    # (so its controls stop failing): the base's invariant is measured on that seam all the same.
+    commit(work, "drop abstention", {"membench.toml": seam_table("ref")
+                                     + seam_table("cli", every=1)
+                                     + '[suites.veto]\nfixtures = ["builtin"]\nk = 5\n'})
+    code, verdict, out = verdict_of(work)
+    assert (code, verdict["verdict"]) == (1, "regression"), out
+    zero = [b["key"] for b in verdict["breaches"] if b["kind"] == "zero"]
+    assert zero == ["cli/abstention/default:controls_passing"]
+
+
+def test_selftest_covers_every_gated_metric_of_every_seam(results: tuple[Path, Path]) -> None:
+    from membench_gate.config import load_config
+    from membench_gate.selftest.mutants import MUTANTS
+    from membench_gate.selftest.sensitivity import selftest
+
+    repo, _ = results
+    drop = [m for m in MUTANTS if m.name in ("drop-best-hit", "resurrect-superseded")]
+    report = selftest(load_config(repo / "membench.toml").with_suites(["veto"]), drop, log=False)
+    assert {key.partition("/")[0] for key in report.kinds} == {"cli", "ref"}
+    assert report.blind == [] and report.covered == report.total == 8

@@ -61,16 +61,22 @@ def test_a_seam_dropped_is_its_cells_missing() -> None:
                                      ("cli/veto/files_known", "cell-missing")]
 
 
-def test_an_invariant_broken_in_one_seam_names_that_seams_offending_items_only() -> None:
-    leaked = {"outcome": "fail", "foreign": ["other:page"]}
-    items = {f"{seam}/push/default": {"c1.t1": leaked if seam == "cli" else {"foreign": []},
-                                      "c1.t2": {"foreign": []}} for seam in SEAMS}
+def test_an_invariant_broken_in_a_seam_names_that_seams_offending_items_only() -> None:
+    def leaked(page: str) -> dict[str, Any]:
+        return {"outcome": "fail", "foreign": [page]}
+
+    items = {"cli/push/default": {"c1.t1": leaked("other:cli-page"), "c1.t2": {"foreign": []}},
+             "mcp/push/default": {"c1.t1": {"foreign": []}, "c1.t2": leaked("other:mcp-page")}}
     base = make(seam_cells("mcp"), seam_cells("cli"))
-    actual = make(seam_cells("mcp"), seam_cells("cli", leaks=1), items=items)
+    actual = make(seam_cells("mcp", leaks=1), seam_cells("cli", leaks=1), items=items)
     verdict = decide(base, base, actual)
-    zero = [b for b in verdict.breaches if b.kind == "zero"]
-    assert [b.key for b in zero] == ["cli/push/default:source_isolation_violations"]
-    assert [(o.cell, o.id) for o in zero[0].offenders] == [("cli/push/default", "c1.t1")]
+    zero = {b.key: [(o.cell, o.id, o.ids) for o in b.offenders]
+            for b in verdict.breaches if b.kind == "zero"}
+    assert zero == {
+        "cli/push/default:source_isolation_violations": [
+            ("cli/push/default", "c1.t1", ["other:cli-page"])],
+        "mcp/push/default:source_isolation_violations": [
+            ("mcp/push/default", "c1.t2", ["other:mcp-page"])]}
 
 
 def test_a_floor_on_a_seams_cell_holds_that_seam_only() -> None:
