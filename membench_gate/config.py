@@ -13,7 +13,9 @@ from __future__ import annotations
 import os
 import sys
 import typing
+from collections.abc import Mapping
 from pathlib import Path
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Annotated, Any, NamedTuple
 
 from pydantic import (
@@ -181,7 +183,7 @@ class Config(NamedTuple):
     budget_minutes: float | None = None  # [gate] budget_minutes: not recorded, not hashed
     # [adapters.<seam>] by name, in name order; empty for one [adapter] table. With seams, the
     # adapter fields above are the first seam's (see ``by_seam``, which every run goes through).
-    seams: dict[str, Seam] = {}  # noqa: RUF012 - a NamedTuple field: never mutated
+    seams: Mapping[str, Seam] = MappingProxyType({})
 
     @property
     def base_dir(self) -> Path:
