@@ -139,6 +139,12 @@ def test_an_edited_seam_cell_of_a_results_file_is_an_error_naming_it(
     code, _, out = verdict_of(repo, "--results", "edited.json")
     assert code == 4
     assert "cells.cli/veto/files_known: does not follow from its items" in out
+    data = load(whole)
+    data["cells"]["web/veto/files_known"] = data["cells"]["cli/veto/files_known"]
+    (repo / "edited.json").write_text(json.dumps(data), encoding="utf-8")
+    code, _, out = verdict_of(repo, "--results", "edited.json")
+    assert code == 4
+    assert "edited.json: cells.web/veto/files_known: not a cell of membench.toml's seams" in out
 
 
 def test_show_takes_a_seams_cell(results: tuple[Path, Path]) -> None:
