@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from membench_gate.errors import ExitCode
+from membench_gate.model import cells as cell_names
 from membench_gate.model import metrics
 from membench_gate.model.canonical import round4
 from membench_gate.model.results import Baseline, Cell, Results
@@ -112,10 +113,10 @@ def _offenders(actual: Baseline, cell: str, name: str) -> list[Offender]:
     spec = metrics.spec(name)
     if spec.violation is None or not isinstance(actual, Results):
         return []
-    suite, field_name = cell.partition("/")[0], spec.violation.field
+    scope, field_name = cell_names.scope_of(cell), spec.violation.field
     found = []
     for cell_name in sorted(actual.items):
-        if cell_name.partition("/")[0] != suite:
+        if cell_names.scope_of(cell_name) != scope:
             continue
         for item, record in sorted(actual.items[cell_name].items()):
             value = record.get(field_name) if isinstance(record, dict) else None
@@ -215,7 +216,7 @@ def _comparable_items(base: Baseline, actual: Baseline, cell: str, same_hash: bo
     if removed:
         out.breaches.append(ItemBreaches(cell, "item-removed", tuple(removed), "present", None,
                                          "gold item removed from the fixtures"))
-    if changed and cell not in metrics.DERIVED_CELLS:
+    if changed and cell_names.local(cell) not in metrics.DERIVED_CELLS:
         was_failed, is_failed = set(base.cells[cell].failed), set(actual.cells[cell].failed)
         for before_outcome, now_outcome in (("fail", "pass"), ("pass", "fail"), ("fail", "fail"),
                                             ("pass", "pass")):

@@ -18,6 +18,8 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any, Literal, NamedTuple
 
+from membench_gate.model import cells
+
 Direction = Literal["higher", "lower"]
 GateKind = Literal["gated", "zero", "report"]
 Unit = Literal["rate", "count"]
@@ -74,9 +76,10 @@ _CONDITION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
 def known_cell(cell: str) -> bool:
-    """A cell this version can produce: a fixed one, or ``recall/<category>``."""
-    suite, _, condition = cell.partition("/")
-    return cell in CELLS or (suite in OPEN_CONDITIONS and bool(_CONDITION.match(condition)))
+    """A cell this version can produce: a fixed one, or ``recall/<category>`` (within a seam or
+    not: the seam is checked where seams are declared)."""
+    _, suite, condition = cells.parse(cell)
+    return f"{suite}/{condition}" in CELLS or (suite in OPEN_CONDITIONS and bool(_CONDITION.match(condition)))
 
 
 _NET = re.compile(r"^net_at_(?P<lam>\d+(?:\.\d+)?)$")
@@ -307,9 +310,9 @@ def share_of(name: str, value: float, items: Mapping[str, Mapping[str, Any]]
 
 
 def gate_kind(cell: str, name: str) -> GateKind:
-    """The gate kind of ``name`` in ``cell`` ("suite/condition")."""
+    """The gate kind of ``name`` in ``cell`` ("suite/condition", or within a seam)."""
     metric = spec(name)
-    condition = cell.partition("/")[2]
+    condition = cells.parse(cell).condition
     if metric.gated_in and condition not in metric.gated_in:
         return "report"
     return metric.kind

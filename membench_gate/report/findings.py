@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from membench_gate.gate.rules import HARD_KINDS, NO_BASE_BASELINE
+from membench_gate.model import cells as cell_names
 from membench_gate.model import metrics
 from membench_gate.model.canonical import round4
 from membench_gate.model.results import Baseline, Results
@@ -66,7 +67,7 @@ def split_key(key: str) -> tuple[str, str | None, str | None]:
 def suite_options(results: Results | Baseline | None, cell: str) -> Mapping[str, Any]:
     """The options table of the suite a cell belongs to (k, budget, …), or empty."""
     suites = (results.config.get("suites") if results is not None else None) or {}
-    options = suites.get(cell.partition("/")[0]) if isinstance(suites, dict) else None
+    options = suites.get(cell_names.suite_of(cell)) if isinstance(suites, dict) else None
     return options if isinstance(options, dict) else {}
 
 
@@ -391,7 +392,7 @@ class ItemStory:
         outcomes, not ranks)."""
         # A zero-gated violation first: it fails the check whatever the rank says.
         parts = [f"{v.words}: {', '.join(map(str, found))} — {m.label or m.name}, never "
-                 "blessable" for m, v in metrics.violations(self.cell.partition("/")[0])
+                 "blessable" for m, v in metrics.violations(cell_names.suite_of(self.cell))
                  if isinstance(found := self.extra.get(v.field), list) and found]
         ranked = self.came_back or []
         rank = self.rank or next((n for n, (i, _) in enumerate(ranked, 1) if i in self.gold), None)

@@ -26,6 +26,7 @@ from markupsafe import Markup
 
 from membench_gate.errors import visible
 from membench_gate.files import data_dir
+from membench_gate.model import cells as cell_names
 from membench_gate.model import metrics
 from membench_gate.model.canonical import round4
 from membench_gate.model.history import HistoryVersion
@@ -173,7 +174,7 @@ def _mark(cell: str, name: str, base: Any, head: Any) -> str:
 
 
 def _is_control(cell: str) -> bool:
-    return cell.partition("/")[2].startswith("control")
+    return cell_names.parse(cell).condition.startswith("control")
 
 
 def _prefixes(key: str) -> Iterator[str]:
@@ -226,10 +227,19 @@ def _cells(verdict: Verdict, results: Results, base: Baseline | None,
             "newly_failed": len(verdict.newly_failed.get(cell, ())),
             "fixed": len(verdict.fixed.get(cell, ())),
             "control": _is_control(cell),
+            "seam": cell_names.seam_of(cell),
             "bad": bad,
             "changed": any(r.mark for r in rows),
         })
     return out
+
+
+def _by_seam(cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``cells`` (in name order, so a seam's cells are together), each marked when it is the
+    first of its seam: the scoreboard puts a seam's heading above it."""
+    return [{**cell, "first_of_seam": bool(cell["seam"]) and
+             (at == 0 or cells[at - 1]["seam"] != cell["seam"])}
+            for at, cell in enumerate(cells)]
 
 
 def _controls(cells: list[dict[str, Any]]) -> dict[str, Any] | None:
@@ -357,8 +367,8 @@ def context(verdict: Verdict, results: Results | None, base: Baseline | None, *,
     cells = _cells(verdict, results, base, gated_only=level not in ("full", "capped-lists",
                                                                      "no-item-lists"))
     shown_cells = [c for c in cells if not c["control"] or c["bad"]] if level != "minimal" else []
-    open_cells = [c for c in shown_cells if c["bad"]]
-    quiet_cells = [c for c in shown_cells if not c["bad"]]
+    open_cells = _by_seam([c for c in shown_cells if c["bad"]])
+    quiet_cells = _by_seam([c for c in shown_cells if not c["bad"]])
     base_sha = _hex(verdict.base.sha)
     full_sha = verdict.base.sha if verdict.base.sha and _HEX.match(verdict.base.sha) else None
     # The example `show` command names a newly failing item (else any item) with a plain id:

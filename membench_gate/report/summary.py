@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from membench_gate.errors import visible
+from membench_gate.model import cells as cell_names
 from membench_gate.model.canonical import round4
 from membench_gate.model.metrics import gate_kind
 from membench_gate.model.results import Results
@@ -27,7 +28,7 @@ def metric_text(value: float | None) -> str:
 def _cell_line(name: str, results: Results) -> str:
     cell = results.cells[name]
     passed = cell.gold_total - len(cell.failed)
-    if name.partition("/")[2].startswith("control"):
+    if cell_names.parse(name).condition.startswith("control"):
         # A control's one gold item is "the control fails": say that, not "1/1 passed".
         state = "fails as designed" if not cell.failed else \
             "does NOT fail: the suite cannot tell a broken memory from a working one"
