@@ -23,6 +23,7 @@ from membench_gate.model.canonical import canonical_dumps, normalize
 from membench_gate.model.results import Cell, Receipt, Results, parse_results
 from membench_gate.run.rederive import check_cells, records_by_suite, rederive, score
 from membench_gate.run.shard import Shard, parse_shard
+from membench_gate.suites.common.repeats import as_cell
 from membench_gate.suites.common.suite import Records
 
 if TYPE_CHECKING:
@@ -110,7 +111,7 @@ def merge(parts: Sequence[tuple[str, Results]]) -> Results:
     for suite in sorted(records):
         run = score(suite, records[suite], first.config["suites"][suite], "merge")
         for name, cell in run.cells.items():
-            cells[name] = Cell(metrics=cell.metrics, gold_total=cell.gold_total, failed=cell.failed)
+            cells[name] = as_cell(cell)
         items.update(run.items)
     return first.model_copy(update={
         "cells": cells,

@@ -17,10 +17,12 @@ from membench_gate.run.measure import hash_of
 from membench_gate.run.shard import Shard
 from membench_gate.suites import get
 from membench_gate.suites.common.fixtures import SuiteFixtures, load_suite
-from membench_gate.suites.common.suite import Progress
+from membench_gate.suites.common.repeats import as_cell, pool
+from membench_gate.suites.common.suite import Progress, Suite, SuiteRun
 
 if TYPE_CHECKING:  # a check of a results file loads fixtures, never an adapter
     from membench_gate.adapter import rpc
+    from membench_gate.suites.common.options import SuiteOptions
 
 
 def _receipt_sha(config: Config) -> str | None:
@@ -107,6 +109,23 @@ def cell_digests(fixtures: SuiteFixtures, items: dict[str, Any]) -> dict[str, st
     return {item: fixtures.digests.get(item, whole) for item in sorted(items)}
 
 
+def _passes(suite: Suite, fixtures: SuiteFixtures, session: Any, options: SuiteOptions,
+            progress: Progress | None) -> SuiteRun:
+    """One pass of the suite, or with ``repeats = R`` R passes pooled; before pass r the
+    session's ``repeat`` is r (a live suite keys its LLM calls by it, so passes are distinct
+    calls and a replay is exact)."""
+    if options.repeats is None:
+        return suite.run(fixtures, session, options, progress)
+    passes = []
+    for number in range(options.repeats):
+        session.repeat = number
+        inner = getattr(session, "inner", None)  # a selftest mutant: the adapter's own session
+        if inner is not None:
+            inner.repeat = number
+        passes.append(suite.run(fixtures, session, options, progress))
+    return pool(passes)
+
+
 def run(config: Config, progress: Progress | None = None,
         wrap: Callable[[rpc.SuiteSession], Any] | None = None,
         shard: Shard | None = None,
@@ -121,6 +140,11 @@ def run(config: Config, progress: Progress | None = None,
     started = datetime.now(timezone.utc)
     clock = time.perf_counter()
     digest, loaded = preloaded or load_fixtures(config)
+    for name, options in config.suites.items():
+        if options.repeats is not None:
+            from membench_gate.gate.stochastic import require
+
+            require(f"{config.path.name}: [suites.{name}] repeats")
     process = (handshake := config.launch()).process
     try:
         client = handshake.finish()
@@ -136,10 +160,9 @@ def run(config: Config, progress: Progress | None = None,
             if wrap is not None:
                 session = wrap(session)
             scored = shard.restrict(name, fixtures) if shard else fixtures
-            outcome = get(name).run(scored, session, config.suites[name], progress)
+            outcome = _passes(get(name), scored, session, config.suites[name], progress)
             for cell_name, cell in outcome.cells.items():
-                cells[cell_name] = Cell(metrics=cell.metrics, gold_total=cell.gold_total,
-                                        failed=cell.failed)
+                cells[cell_name] = as_cell(cell)
                 digests[cell_name] = cell_digests(fixtures, outcome.items[cell_name])
             items.update(outcome.items)
         process.shutdown()
