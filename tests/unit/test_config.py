@@ -122,3 +122,29 @@ def test_suite_record_is_the_suite_models_dump() -> None:
                 if isinstance(value, list):
                     assert value is not getattr(config.suites[name], key)
     assert given.suite_record("abstention")["lambdas"] == [1, 2.5]
+
+
+def test_repeats_is_checked_and_recorded_only_when_set() -> None:
+    from membench_gate.config import parse_config
+
+    with pytest.raises(GateError, match=r"suites.veto.repeats must be an integer from 2 to 1000, "
+                                        r"got 1$"):
+        parse_config("[suites.veto]\nrepeats = 1\n", Path("membench.toml"))
+    plain = parse_config("[suites.veto]\n", Path("membench.toml"))
+    assert "repeats" not in plain.suite_record("veto")  # a deterministic suite records as before
+    repeated = parse_config("[suites.veto]\nrepeats = 5\n", Path("membench.toml"))
+    assert repeated.suite_record("veto")["repeats"] == 5
+
+
+def test_repeats_without_scipy_is_one_line_naming_the_extra(monkeypatch: pytest.MonkeyPatch
+                                                            ) -> None:
+    import importlib.util
+
+    from membench_gate.gate import stochastic
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "scipy" else real(name, *a))
+    with pytest.raises(GateError, match=r'^membench.toml: \[suites.veto\] repeats: repeats need '
+                                        r'scipy .*: pip install "membench-gate\[live\]"$'):
+        stochastic.require("membench.toml: [suites.veto] repeats")
