@@ -121,11 +121,24 @@ def _offenders(actual: Baseline, cell: str, name: str) -> list[Offender]:
         if cell_name.partition("/")[0] != suite:
             continue
         for item, record in sorted(actual.items[cell_name].items()):
-            value = record.get(field_name) if isinstance(record, dict) else None
+            value = _violating(record, field_name)
             if value is False or (isinstance(value, list) and value):
                 found.append(Offender(cell=cell_name, id=item,
                                       ids=[str(v) for v in value] if value else []))
     return found
+
+
+def _violating(record: Any, field_name: str) -> Any:
+    """The record's ``field_name``; for a suite with repeats, the first pass's that violates
+    (an invariant broken in any pass is broken)."""
+    if not isinstance(record, dict):
+        return None
+    runs = record.get("runs")
+    if "passes" in record and isinstance(runs, list):
+        return next((value for run in runs if isinstance(run, dict)
+                     and ((value := run.get(field_name)) is False
+                          or (isinstance(value, list) and value))), None)
+    return record.get(field_name)
 
 
 def _floors(actual: Baseline, floors: Iterable[Floor]) -> list[Breach]:

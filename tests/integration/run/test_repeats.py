@@ -7,7 +7,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -53,6 +53,29 @@ def test_passes_are_pooled_per_item_and_the_run_is_reproducible(tmp_path: Path) 
     assert first.config["suites"]["veto"]["repeats"] == 5
     other = run(load_config(flaky(tmp_path / "other", keep=0.8, seed=4)))
     assert other.cells["veto/files_known"].passes != cell.passes  # the seed matters
+
+
+class SeesRepeat:
+    """A session wrapper noting the ``repeat`` the runner set when each search came."""
+
+    seen: ClassVar[list[int]] = []
+
+    def __init__(self, inner: Any) -> None:
+        self.inner, self.capabilities, self.repeat = inner, inner.capabilities, -1
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def search(self, query: Any, item: str) -> Any:
+        SeesRepeat.seen.append(self.repeat)
+        return self.inner.search(query, item)
+
+
+def test_each_pass_is_told_its_repeat(tmp_path: Path) -> None:
+    SeesRepeat.seen = []
+    run(load_config(flaky(tmp_path, keep=1.0, seed=0)), wrap=SeesRepeat)
+    per_pass = len(SeesRepeat.seen) // 5
+    assert SeesRepeat.seen == [r for r in range(5) for _ in range(per_pass)]
 
 
 def test_a_results_file_is_re_derived_pass_by_pass(tmp_path: Path) -> None:

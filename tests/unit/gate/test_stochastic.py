@@ -9,7 +9,7 @@ from pydantic import ValidationError
 
 from membench_gate.gate.rules import decide
 from membench_gate.gate.stochastic import compare, holm, p_adverse
-from membench_gate.model.results import Baseline, Cell, Justification
+from membench_gate.model.results import Baseline, Cell, Justification, Results
 from membench_gate.selftest.null import null_comparisons
 from membench_gate.suites.common.repeats import as_cell, pool
 from membench_gate.suites.common.suite import SuiteRun
@@ -138,7 +138,7 @@ def test_a_zero_gated_violation_in_any_pass_is_a_regression() -> None:
         run = SuiteRun()
         outcome = "fail" if violations else "pass"
         run.add("push/push", {"push_precision": 1.0, "source_isolation_violations": violations},
-                {"t1": {"outcome": outcome}})
+                {"t1": {"outcome": outcome, "foreign": ["other/page"] if violations else []}})
         return run
 
     pooled = pool([one(0), one(0), one(1), one(0), one(0)])
@@ -148,10 +148,14 @@ def test_a_zero_gated_violation_in_any_pass_is_a_regression() -> None:
     assert pooled.items["push/push"]["t1"]["passes"] == 4
     clean = Baseline(schema_version=1, fixtures_hash="h", config={"suites": {}},
                      cells={"push/push": as_cell(pool([one(0)] * 5).cells["push/push"])})
-    actual = clean.model_copy(update={"cells": {"push/push": cell}})
+    actual = Results(**clean.model_dump(), receipt={}, items=pooled.items)
+    actual.cells["push/push"] = cell
     verdict = decide(clean, clean, actual, allow_regression="testing it locally")
     assert verdict.verdict == "regression"
-    assert [b.kind for b in verdict.breaches] == ["zero"]
+    [breach] = verdict.breaches
+    assert breach.kind == "zero"
+    # The offending item is named from the pass that leaked.
+    assert [(o.id, o.ids) for o in breach.offenders] == [("t1", ["other/page"])]
 
 
 def test_counts_must_fit_the_cell() -> None:
