@@ -30,7 +30,7 @@ from pydantic import (
 from pydantic.fields import FieldInfo
 
 from membench_gate.budget import MAX_MINUTES, MINUTES_RANGE
-from membench_gate.defaults import DEFAULT_BASELINE, REFERENCE_ADAPTER
+from membench_gate.defaults import DEFAULT_ALPHA, DEFAULT_BASELINE, REFERENCE_ADAPTER
 from membench_gate.errors import GateError
 from membench_gate.files import check_numbers, read_text
 from membench_gate.model import cells, metrics
@@ -282,7 +282,8 @@ class Config(NamedTuple):
         What ``model_dump()`` gives, without building a serializer for each suite's model: an
         option is a number, a string or a list of them (the tests hold this for every suite)."""
         return {key: list(value) if isinstance(value, list) else value
-                for key, value in self.suites[name]}
+                for key, value in self.suites[name]
+                if not (key == "repeats" and value is None)}  # unset: as before it existed
 
     def record(self) -> dict[str, Any]:
         """What results and baselines record: the measurement plus the adapter (or, with seams,
@@ -341,6 +342,13 @@ class Config(NamedTuple):
 
         keep = (self.live.api_key_env,) if self.live is not None else ()
         return withhold(os.environ, drop=keep, passed=self.pass_env)
+
+
+def alpha_of(config: Config) -> float:
+    """The preregistered significance level of the statistical gate: ``[live] alpha`` when the
+    config has a ``[live]`` table, else :data:`DEFAULT_ALPHA`."""
+    live = getattr(config, "live", None)
+    return float(live.alpha) if live is not None else DEFAULT_ALPHA
 
 
 def python_target(python: str | None, command: object) -> str:

@@ -27,7 +27,7 @@ from membench_gate.model.verdict import BaseInfo, Breach, Breaches, ItemBreaches
 # gated metrics by the size of the adverse move, other changes to what is measured, then items.
 INVARIANT, FLOOR, METRIC, MEASUREMENT, ITEMS = range(5)
 _GROUP_OF_KIND = {"zero": INVARIANT, "floor": FLOOR, "metric": METRIC, "metric-missing": METRIC,
-                  "cell-missing": METRIC}
+                  "cell-missing": METRIC, "stochastic-regression": METRIC}
 _ITEM_WORDS = {"newly-failed": "newly failing", "item-removed": "removed from the fixtures",
                "item-changed": "changed (gated as removed and re-added)"}
 _NET = re.compile(r"^net_at_(\d+(?:\.\d+)?)$")
@@ -186,9 +186,16 @@ def _metric_row(breach: Breach, results: Results | None, base: Baseline | None,
         what = f"{metric_label(name, cell, source)} on {cell}"
     elif breach.kind == "cell-missing":
         what = f"{cell} not measured"
+    elif breach.kind == "stochastic-regression":
+        what = f"stochastic pass rate on {cell}"
     else:
         what = measurement_words(breach)
     diff = delta(name or "", breach.base, breach.head) if name else None
+    if breach.kind == "stochastic-regression" and isinstance(breach.base, float | int) \
+            and isinstance(breach.head, float | int):
+        size = abs(breach.head - breach.base)  # a rate: its range is 1
+        return Ranked(group, what, breach.key, breach.kind, breach.base, breach.head,
+                      points(breach.head - breach.base), breach.detail, size=size)
     if breach.kind in ("cell-missing", "metric-missing"):
         size = math.inf
     else:  # relative to the metric's range, so NET(10) does not outrank recall by its scale
@@ -278,8 +285,15 @@ def ranked_breaches(verdict: Verdict, results: Results | None,
     return sorted(rows, key=lambda r: (r.group, -r.size, r.key))
 
 
+def points(change: float) -> str:
+    """A change of a rate in percentage points: ``−20 pts``."""
+    return f"{change * 100:+.0f} pts".replace("-", "−")
+
+
 def _phrase(row: Ranked) -> str:
     name = split_key(row.key)[1]
+    if row.kind == "stochastic-regression":
+        return f"{row.key} pass rate {row.delta} (stochastic, significant)"
     if row.group == INVARIANT:
         return f"{row.what.split(' on ')[0]} {_shown(row.head)} (must be 0)"
     if row.group == FLOOR:

@@ -14,7 +14,7 @@ from membench_gate.model import cells as cell_names
 from membench_gate.model.canonical import round4
 from membench_gate.model.metrics import gate_kind
 from membench_gate.model.results import Results
-from membench_gate.model.verdict import Verdict
+from membench_gate.model.verdict import StochasticCell, Verdict
 from membench_gate.report import findings
 
 
@@ -60,6 +60,15 @@ _MODE = {"same-hash": "same fixtures and options as the base: items compared one
 _BLESSED_CORPUS = "fixtures or suite options changed since the base: blessed in the committed " \
     "baseline"
 
+def stochastic_words(tested: StochasticCell) -> str:
+    """``127/145 → 112/145 passes, p 0.0452 (Holm): a significant drop``."""
+    adjusted = "< 0.0001" if tested.adjusted_p < 0.0001 else f"{tested.adjusted_p:.4f}"
+    words = "a significant drop" if tested.significant else "within the noise" \
+        if tested.head_rate < tested.base_rate else "not lower"
+    return (f"{tested.base_passes}/{tested.base_trials} → {tested.head_passes}/"
+            f"{tested.head_trials} passes, p {adjusted} (Holm): {words}")
+
+
 def verdict_summary(verdict: Verdict, results: Results, base: object = None,
                     results_path: str | None = None) -> str:
     """The concise terminal report of ``check``: the same order as the scoreboard — verdict,
@@ -81,6 +90,10 @@ def verdict_summary(verdict: Verdict, results: Results, base: object = None,
              f"  next step: {step.words}"]
     lines += [f"    {command}" for command in step.commands]
     lines.append(f"  {where}" + (f"; {mode}" if mode and compared else ""))
+    if verdict.stochastic and compared:
+        lines.append(f"  stochastic cells, compared by their pooled counts (one-sided exact test, "
+                     f"Holm-corrected, alpha {verdict.stochastic[0].alpha:g}), not item by item:")
+        lines += [f"    {t.cell}: {stochastic_words(t)}" for t in verdict.stochastic]
     if verdict.allowed_regression:
         lines.append(f"  regression allowed locally: {verdict.allowed_regression}")
     if ranked:

@@ -24,6 +24,7 @@ from membench_gate.model.cells import scope_parts
 from membench_gate.model.results import Cell, Receipt, Results, parse_results
 from membench_gate.run.rederive import check_cells, records_by_suite, rederive, score_scope
 from membench_gate.run.shard import Shard, parse_shard
+from membench_gate.suites.common.repeats import as_cell
 from membench_gate.suites.common.suite import Records
 
 if TYPE_CHECKING:
@@ -114,7 +115,7 @@ def merge(parts: Sequence[tuple[str, Results]]) -> Results:
     for scope in sorted(records):
         run = score_scope(scope, records[scope], first.config, "merge")
         for name, cell in run.cells.items():
-            cells[name] = Cell(metrics=cell.metrics, gold_total=cell.gold_total, failed=cell.failed)
+            cells[name] = as_cell(cell)
         items.update(run.items)
     return first.model_copy(update={
         "cells": cells,

@@ -29,6 +29,7 @@ from membench_gate.model import cells as cell_names
 from membench_gate.model.canonical import normalize, round4
 from membench_gate.model.results import Cell, Results
 from membench_gate.suites import NAMES, get
+from membench_gate.suites.common.repeats import pool, split
 from membench_gate.suites.common.suite import CellResult, Records, SuiteRun
 
 if TYPE_CHECKING:
@@ -62,7 +63,10 @@ def score(suite: str, records: Records, recorded: Any, label: str) -> SuiteRun:
     """The suite's cells from ``records``, under the options the file's config ``recorded``."""
     options = parse_suite_options(suite, recorded, f"{label}: config")
     try:
-        return get(suite).score(records, options)
+        if options.repeats is None:
+            return get(suite).score(records, options)
+        # One pass at a time, pooled as the run pooled them.
+        return pool([get(suite).score(one, options) for one in split(records, options.repeats)])
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise GateError(f"{label}: suite {suite}: the item records lack what the suite scores "
                         f"from ({type(exc).__name__}: {exc})") from exc
@@ -126,6 +130,8 @@ def _cell_difference(stated: Cell | None, computed: CellResult | None) -> str | 
         if unlisted:
             return f"failed leaves out {unlisted[0]!r}, which fails"
         return f"failed lists {sorted(set(stated.failed) - failing)[0]!r}, which passes"
+    if (stated.repeats, stated.passes) != (computed.repeats, computed.passes):
+        return f"repeats {stated.repeats} and its passes, they give {computed.repeats} and theirs"
     for metric in sorted({*stated.metrics, *computed.metrics}):
         mine, theirs = stated.metrics.get(metric), computed.metrics.get(metric)
         if mine is None or theirs is None or round4(mine) != round4(theirs):
@@ -205,13 +211,29 @@ def _replay_suite(label: str, name: str, options: SuiteOptions, config: Config,
 
     fixtures = load_suite(name, options.fixtures, config.base_dir, config.include_holdout)
     scored = shard.restrict(name, fixtures) if shard else fixtures
-    session = _Replay(label, name, results.items, set(scored.digests))
     try:
-        return fixtures, get(name).run(scored, session, options, None)
+        if options.repeats is None:
+            session = _Replay(label, name, results.items, set(scored.digests))
+            return fixtures, get(name).run(scored, session, options, None)
+        passes = []
+        for number, items in enumerate(_passes_of(label, name, results, options.repeats)):
+            session = _Replay(label, name, items, set(scored.digests))
+            session.repeat = number
+            passes.append(get(name).run(scored, session, options, None))
+        return fixtures, pool(passes)
     except _Unreadable:
         raise
     except GateError as exc:  # (a suite's own check of an answer, such as a hit without text)
         raise GateError(f"{label}: the recorded answers of suite {name}: {exc}") from exc
+
+
+def _passes_of(label: str, suite: str, results: Results, repeats: int) -> list[Records]:
+    """The suite's pooled item records of ``results`` as the records of each pass."""
+    try:
+        return split({cell: records for cell, records in results.items.items()
+                      if cell.split("/", 1)[0] == suite}, repeats)
+    except ValueError as exc:
+        raise _Unreadable(f"{label}: {exc}") from exc
 
 
 _CAPABLE = SimpleNamespace(push=True, write=True)
@@ -232,6 +254,7 @@ class _Replay:
     """
 
     capabilities = _CAPABLE
+    repeat = 0  # the pass replayed, as the runner sets it (a live suite keys its calls by it)
 
     def __init__(self, label: str, suite: str, items: dict[str, Records], scored: set[str]
                  ) -> None:

@@ -18,10 +18,12 @@ from membench_gate.run.measure import hash_of
 from membench_gate.run.shard import Shard
 from membench_gate.suites import get
 from membench_gate.suites.common.fixtures import SuiteFixtures, load_suite
-from membench_gate.suites.common.suite import Progress
+from membench_gate.suites.common.repeats import as_cell, pool
+from membench_gate.suites.common.suite import Progress, Suite, SuiteRun
 
 if TYPE_CHECKING:  # a check of a results file loads fixtures, never an adapter
     from membench_gate.adapter import rpc
+    from membench_gate.suites.common.options import SuiteOptions
 
 
 def _receipt_sha(config: Config) -> str | None:
@@ -128,6 +130,23 @@ def _live_client(config: Config, loaded: dict[str, SuiteFixtures], shard: Shard 
     return llm
 
 
+def _passes(suite: Suite, fixtures: SuiteFixtures, session: Any, options: SuiteOptions,
+            progress: Progress | None) -> SuiteRun:
+    """One pass of the suite, or with ``repeats = R`` R passes pooled; before pass r the
+    session's ``repeat`` is r (a live suite keys its LLM calls by it, so passes are distinct
+    calls and a replay is exact)."""
+    if options.repeats is None:
+        return suite.run(fixtures, session, options, progress)
+    passes = []
+    for number in range(options.repeats):
+        session.repeat = number
+        inner = getattr(session, "inner", None)  # a selftest mutant: the adapter's own session
+        if inner is not None:
+            inner.repeat = number
+        passes.append(suite.run(fixtures, session, options, progress))
+    return pool(passes)
+
+
 def run(config: Config, progress: Progress | None = None,
         wrap: Callable[[rpc.SuiteSession], Any] | None = None,
         shard: Shard | None = None,
@@ -143,6 +162,11 @@ def run(config: Config, progress: Progress | None = None,
     started = datetime.now(timezone.utc)
     clock = time.perf_counter()
     digest, loaded = preloaded or load_fixtures(config)
+    for name, options in config.suites.items():
+        if options.repeats is not None:
+            from membench_gate.gate.stochastic import require
+
+            require(f"{config.path.name}: [suites.{name}] repeats")
     llm = _live_client(config, loaded, shard)  # the budget is checked before the adapter starts
     cells: dict[str, Cell] = {}
     items: dict[str, dict[str, dict[str, Any]]] = {}
@@ -200,20 +224,19 @@ def _run_adapter(config: Config, loaded: dict[str, SuiteFixtures], seam: str,
                 from membench_gate.run.live import LiveSession, LiveSkipped
 
                 try:
-                    outcome = get(name).run(scored, LiveSession(session, llm), config.suites[name],
-                                            _in_seam(progress, seam))
+                    outcome = _passes(get(name), scored, LiveSession(session, llm),
+                                      config.suites[name], _in_seam(progress, seam))
                 except LiveSkipped as skip:
                     # Its cells are left out: against a base that has them, that is a breach.
                     llm.skipped[name] = str(skip)
                     sys.stderr.write(f"{join(seam, name)}: skipped, {skip} (docs/live.md)\n")
                     continue
             else:
-                outcome = get(name).run(scored, session, config.suites[name],
-                                        _in_seam(progress, seam))
+                outcome = _passes(get(name), scored, session, config.suites[name],
+                                  _in_seam(progress, seam))
             for cell_name, cell in outcome.cells.items():
                 named = join(seam, cell_name)
-                cells[named] = Cell(metrics=cell.metrics, gold_total=cell.gold_total,
-                                    failed=cell.failed)
+                cells[named] = as_cell(cell)
                 digests[named] = cell_digests(fixtures, outcome.items[cell_name])
             items.update({join(seam, cell_name): records
                           for cell_name, records in outcome.items.items()})

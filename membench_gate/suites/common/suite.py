@@ -24,6 +24,8 @@ class CellResult:
     metrics: dict[str, float]
     gold_total: int
     failed: list[str]
+    repeats: int | None = None  # a suite with repeats: R, and per item its passes out of R
+    passes: dict[str, int] | None = None
 
 
 @dataclass
