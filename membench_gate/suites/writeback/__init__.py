@@ -38,7 +38,8 @@ SUITE = Suite(
     name="writeback",
     package=__name__,
     options=WritebackOptions,
-    scorer_version=2,
+    scorer_version=3,
     subfolder="sessions",
+    subfolders=("pairs",),
     check_adapter=check_adapter,
 )
