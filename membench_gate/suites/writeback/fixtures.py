@@ -187,13 +187,14 @@ def validate(fx: Fixtures, include_holdout: bool) -> None:
         kept = [t for t in session.turns if include_holdout or not t.holdout]
         held = {t.id for t in session.turns} - {t.id for t in kept}
         context = {"source": session.source, "session": session.id,
-                   "turns": [t.model_dump() for t in kept]}
+                   "turns": [_content(t) for t in kept],
+                   **({"category": session.category} if session.category is not None else {})}
         if include_holdout or not session.holdout:
             for item in (*session.gold_facts, *session.non_facts, *session.probes):
                 if not include_holdout and (item.holdout or getattr(item, "turn", None) in held):
                     continue
                 fx.digests[f"{session.id}.{item.id}"] = digest({**context,
-                                                                 "item": item.model_dump()})
+                                                                 "item": _content(item)})
     for pair in fx.pairs:
         _validate_pair(fx, pair, include_holdout)
     # Composite keys are unique across files too: "a" + "b.c" and "a.b" + "c" are one key, and
@@ -218,7 +219,7 @@ def validate(fx: Fixtures, include_holdout: bool) -> None:
     # The corpus of the writeback suite is what is said — every turn handed to write(session) or
     # pushed — and the pages a pair seeds.
     corpus = [(f"{s.id}/{t.id}", fx.label(s.id),
-               digest({"source": s.source, "session": s.id, "turn": t.model_dump()}))
+               digest({"source": s.source, "session": s.id, "turn": _content(t)}))
               for s in fx.sessions for t in s.turns]
     for p in fx.pairs:
         ids = fx.page_ids[p.id]
@@ -231,6 +232,17 @@ def validate(fx: Fixtures, include_holdout: bool) -> None:
     unique(((key, where) for key, where, _ in corpus),
            "writeback corpus item (session/turn, pair/pages/id or pair/side/turn)")
     fx.corpus = {key: value for key, _, value in corpus}
+
+
+# Keys added to sessions after their first format, at their defaults: left out of a digest, so an
+# item of a session that does not use them keeps the digest it had (its content did not change).
+_ADDED = {"role": "user", "at": None, "kind": None, "gist": None}
+
+
+def _content(item: Item) -> dict[str, object]:
+    """What a session's turn or gold item digests: its fields, an added key only when set."""
+    return {key: value for key, value in item.model_dump().items()
+            if key not in _ADDED or value != _ADDED[key]}
 
 
 def _validate_pair(fx: Fixtures, pair: ContinuityPair, include_holdout: bool) -> None:
