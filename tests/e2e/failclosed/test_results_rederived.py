@@ -217,6 +217,12 @@ def _continuity(record: dict[str, Any]) -> None:
     record["keywords"] = [record["hits"][0]["text"].split()[0]]  # gold a hit holds
 
 
+def _decision(record: dict[str, Any]) -> None:
+    # A continuity decision's keywords said to be a word of what the writer's session left.
+    written = next(h for h in record["hits"] if h["id"] not in record["seeded"])
+    record["keywords"] = [written["text"].split()[-1].strip(".")]
+
+
 def _push(record: dict[str, Any]) -> None:
     if record["expect"] == "silent":  # it fired: said to be a turn that should inject that
         record.update(expect="retrieve", gold=record["injected"][:1])
@@ -231,6 +237,8 @@ EDITS: list[tuple[str, Callable[[dict[str, Any]], bool], Callable[[dict[str, Any
     ("writeback/fidelity", lambda r: r["kind"] == "fact" and bool(_holding(r)), _fact, "entity"),
     ("writeback/continuity", lambda r: r.get("kind") != "decision" and bool(r["hits"]),
      _continuity, "keywords"),
+    ("writeback/continuity", lambda r: r.get("kind") == "decision"
+     and any(h["id"] not in r["seeded"] for h in r["hits"]), _decision, "keywords"),
     ("push/default", lambda r: r["expect"] == "silent" or not r["injected"], _push, "expect"),
 ]
 
