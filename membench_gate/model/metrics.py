@@ -172,7 +172,7 @@ REGISTRY: dict[str, Metric] = {
         Metric(
             "provenance_accuracy", "writeback", "higher", "gated",
             "Share of kept facts whose hit says where it came from: the conversation's source, "
-            "session and turn.",
+            "session and turn (1 when none was kept).",
         ),
         Metric(
             "non_fact_leak_rate", "writeback", "lower", "gated",
@@ -182,8 +182,9 @@ REGISTRY: dict[str, Metric] = {
         ),
         Metric(
             "continuity_rate", "writeback", "higher", "gated",
-            "Share of a later session's questions answered by what was written: a hit holds every "
-            "keyword of the answer.",
+            "Share of a later session's questions answered by what was written (a hit holds "
+            "every keyword of the answer), and of continuity decisions a reader recalls (an "
+            "expected page injected, or a written memory holding every keyword).",
             per=ALL_ITEMS,
         ),
         Metric(
@@ -235,10 +236,16 @@ def format_number(value: float) -> str:
     return format(Decimal(repr(float(value))).normalize(), "f")
 
 
+# Zero-gated metrics a suite reports besides its own: the writeback suite's continuity pairs push
+# pages too, and count what they inject from another source as the push suite does.
+SHARED_INVARIANTS: dict[str, tuple[str, ...]] = {"writeback": ("source_isolation_violations",)}
+
+
 def violations(suite: str) -> list[tuple[Metric, Violation]]:
     """The zero-gated metrics of ``suite`` whose violations its item records show."""
+    shared = SHARED_INVARIANTS.get(suite, ())
     return [(m, m.violation) for m in REGISTRY.values()
-            if m.suite == suite and m.violation is not None]
+            if (m.suite == suite or m.name in shared) and m.violation is not None]
 
 
 def spec(name: str) -> Metric:
