@@ -13,7 +13,9 @@ from __future__ import annotations
 import os
 import sys
 import typing
+from collections.abc import Mapping
 from pathlib import Path
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Annotated, Any, NamedTuple
 
 from pydantic import (
@@ -28,10 +30,10 @@ from pydantic import (
 from pydantic.fields import FieldInfo
 
 from membench_gate.budget import MAX_MINUTES, MINUTES_RANGE
-from membench_gate.defaults import DEFAULT_BASELINE, REFERENCE_ADAPTER
+from membench_gate.defaults import DEFAULT_ALPHA, DEFAULT_BASELINE, REFERENCE_ADAPTER
 from membench_gate.errors import GateError
 from membench_gate.files import check_numbers, read_text
-from membench_gate.model import metrics
+from membench_gate.model import cells, metrics
 from membench_gate.suites import NAMES, registry
 from membench_gate.suites.common.options import SuiteOptions, Table, problem
 
@@ -148,13 +150,16 @@ class GateTable(Table):
 
 
 def _floor_key(key: str) -> str:
-    """``suite/condition:metric``, naming a cell and a metric this version knows."""
+    """``suite/condition:metric`` (``seam/suite/condition:metric`` for a seam's cell), naming a
+    cell and a metric this version knows."""
     cell, sep, metric = key.partition(":")
-    suite, slash, condition = cell.partition("/")
-    if not sep or not slash or not suite or not condition or not metric:
-        raise problem("key must be 'suite/condition:metric'")
+    seam, suite, condition = cells.parse(cell)
+    if not sep or cell.count("/") not in (1, 2) or not suite or not condition or not metric \
+            or (cell.count("/") == 2 and not cells.SEAM_NAME.match(seam)):
+        raise problem("key must be 'suite/condition:metric' or 'seam/suite/condition:metric'")
     if not metrics.known_cell(cell):
-        raise problem(f"unknown cell {cell!r}{_suggest(cell, metrics.CELLS)}")
+        known = [cells.join(seam, known) for known in metrics.CELLS]
+        raise problem(f"unknown cell {cell!r}{_suggest(cell, known)}")
     if metrics.spec(metric).suite == "?":
         known = [m for m in metrics.REGISTRY if not m.startswith("net_at_")]
         raise problem(f"unknown metric {metric!r}{_suggest(metric, known)}")
@@ -174,6 +179,9 @@ class ConfigFile(Table):
     # A table left out is its model's defaults, made without validating them (they are the
     # model's own): a table's validator is built only when a file gives the table.
     adapter: AdapterTable = Field(default_factory=AdapterTable.model_construct)
+    # Seams: several adapters measured side by side, each a whole [adapter] table (the names are
+    # checked, and [adapter] refused beside them, before this model sees the file).
+    adapters: dict[str, AdapterTable] = Field(default_factory=dict)
     suites: Suites = Field(default_factory=Suites.model_construct)
     gate: GateTable = Field(default_factory=GateTable.model_construct)
     live: LiveTable | None = None
@@ -183,7 +191,10 @@ class ConfigFile(Table):
 
 
 def _table_model(annotation: Any) -> type[BaseModel] | None:
-    """The model of a table field (``X`` or ``X | None``), or None for a value."""
+    """The model of a table field (``X`` or ``X | None``), or None for a value (a table of
+    tables too: see ``_tables_model``)."""
+    if typing.get_origin(annotation) is dict:
+        return None
     for candidate in (annotation, *typing.get_args(annotation)):
         if isinstance(candidate, type) and issubclass(candidate, BaseModel):
             return candidate
@@ -191,6 +202,16 @@ def _table_model(annotation: Any) -> type[BaseModel] | None:
 
 
 SUITE_NAMES = NAMES
+
+
+class Seam(NamedTuple):
+    """One ``[adapters.<seam>]`` table: the adapter fields a :class:`Config` carries for it."""
+
+    adapter: str
+    adapter_options: dict[str, Any]
+    adapter_command: tuple[str, ...] | None
+    timeout: float
+    pass_env: tuple[str, ...] = ()
 
 
 class Config(NamedTuple):
@@ -208,6 +229,9 @@ class Config(NamedTuple):
     budget_minutes: float | None = None  # [gate] budget_minutes: not recorded, not hashed
     live: LiveTable | None = None  # [live]: only its measurement() is recorded and hashed
     pass_env: tuple[str, ...] = ()  # [adapter] pass_env
+    # [adapters.<seam>] by name, in name order; empty for one [adapter] table. With seams, the
+    # adapter fields above are the first seam's (see ``by_seam``, which every run goes through).
+    seams: Mapping[str, Seam] = MappingProxyType({})
 
     @property
     def base_dir(self) -> Path:
@@ -231,6 +255,24 @@ class Config(NamedTuple):
             )
         return self._replace(suites={n: self.suites[n] for n in sorted(set(names))})
 
+    def seam(self, name: str) -> Config:
+        """This config with seam ``name``'s adapter as its only adapter."""
+        seam = self.seams[name]
+        return self._replace(adapter=seam.adapter, adapter_options=seam.adapter_options,
+                             adapter_command=seam.adapter_command, timeout=seam.timeout,
+                             pass_env=seam.pass_env, seams={})
+
+    def by_seam(self) -> list[tuple[str, Config]]:
+        """Each adapter to measure, as ``(seam, config with that adapter only)``: the seams in
+        name order, or ``("", self)`` for one ``[adapter]`` table (cells keep two-part names)."""
+        if not self.seams:
+            return [("", self)]
+        return [(name, self.seam(name)) for name in self.seams]
+
+    def with_seams(self, names: list[str]) -> Config:
+        """This config restricted to the named seams (which it has)."""
+        return self._replace(seams={n: self.seams[n] for n in sorted(set(names))})
+
     def with_holdout(self, include: bool) -> Config:
         return self._replace(include_holdout=self.include_holdout or include)
 
@@ -240,25 +282,42 @@ class Config(NamedTuple):
         What ``model_dump()`` gives, without building a serializer for each suite's model: an
         option is a number, a string or a list of them (the tests hold this for every suite)."""
         return {key: list(value) if isinstance(value, list) else value
-                for key, value in self.suites[name]}
+                for key, value in self.suites[name]
+                if not (key == "repeats" and value is None)}  # unset: as before it existed
 
     def record(self) -> dict[str, Any]:
-        """What results and baselines record: the measurement plus the adapter, for information
-        (``live`` only for a config with a ``[live]`` table, so other records stay as they were)."""
-        record = {
+        """What results and baselines record: the measurement plus the adapter (or, with seams,
+        each seam's adapter under ``adapters``), for information."""
+        recorded: dict[str, Any] = {
             "suites": {name: self.suite_record(name) for name in self.suites},
             "include_holdout": self.include_holdout,
-            "adapter": self.adapter_record(),
         }
         if self.live is not None:
-            record["live"] = self.live.measurement()
-        return record
+            recorded["live"] = self.live.measurement()
+        if self.seams:
+            recorded["adapters"] = {name: seam.adapter_record() for name, seam in self.by_seam()}
+        else:
+            recorded["adapter"] = self.adapter_record()
+        return recorded
 
     def adapter_record(self) -> dict[str, Any]:
         """The system under test, for information: its target and options."""
         if self.adapter_command is not None:
             return {"command": list(self.adapter_command), "options": self.adapter_options}
         return {"python": self.adapter, "options": self.adapter_options}
+
+    def _checked_floors(self, label: str) -> Config:
+        """A floor names a cell this config can produce: a seam's cell when there are seams, a
+        two-part one when there are none."""
+        for key in self.floors:
+            seam = cells.seam_of(key.partition(":")[0])
+            if self.seams and seam not in self.seams:
+                raise GateError(f"{label}: floors.{key!r}: with [adapters.*] a floor names a "
+                                f"seam's cell (seams: {', '.join(self.seams)})")
+            if not self.seams and seam:
+                raise GateError(f"{label}: floors.{key!r}: no [adapters.{seam}] table (a seam's "
+                                "cell needs one)")
+        return self
 
     def adapter_argv(self) -> list[str]:
         """What starts the adapter: its command, or the built-in host serving ``python``."""
@@ -285,6 +344,13 @@ class Config(NamedTuple):
         return withhold(os.environ, drop=keep, passed=self.pass_env)
 
 
+def alpha_of(config: Config) -> float:
+    """The preregistered significance level of the statistical gate: ``[live] alpha`` when the
+    config has a ``[live]`` table, else :data:`DEFAULT_ALPHA`."""
+    live = getattr(config, "live", None)
+    return float(live.alpha) if live is not None else DEFAULT_ALPHA
+
+
 def python_target(python: str | None, command: object) -> str:
     """``[adapter] python`` as the gate serves it: the reference memory when neither
     ``python`` nor ``command`` is set, ``""`` for a command."""
@@ -298,6 +364,13 @@ def _suggest(key: str, choices: typing.Iterable[str]) -> str:
     return f" (did you mean {match[0]!r}?)" if match else ""
 
 
+def _tables_model(annotation: Any) -> type[BaseModel] | None:
+    """The model of each value of a ``dict[str, Model]`` field, or None."""
+    if typing.get_origin(annotation) is dict:
+        return _table_model(typing.get_args(annotation)[1])
+    return None
+
+
 def _locate(loc: tuple[int | str, ...]) -> tuple[str, FieldInfo | None, type[BaseModel] | None]:
     """Where a validation error is, as the file spells it (``suites.veto.k``, ``floors.'a/b:c'``),
     with the field it falls in and, when it is a table of known keys, that table's model."""
@@ -308,6 +381,10 @@ def _locate(loc: tuple[int | str, ...]) -> tuple[str, FieldInfo | None, type[Bas
         if model is not None and isinstance(part, str) and part in model.model_fields:
             info = model.model_fields[part]
             model = _table_model(info.annotation)
+            parts.append(part)
+        elif model is None and info is not None and isinstance(part, str) \
+                and (tables := _tables_model(info.annotation)) is not None:
+            model, info = tables, None  # a table of tables ([adapters.<seam>])
             parts.append(part)
         elif (model is None and info is not None and isinstance(part, str)
               and typing.get_origin(info.annotation) is dict):
@@ -372,10 +449,15 @@ def parse_floors(raw: Any, label: str) -> dict[str, float]:
 def parse_config(text: str, path: Path, label: str | None = None) -> Config:
     """Parse and validate the text of a ``membench.toml`` located at ``path``."""
     label = label or str(path)
-    data = _validate(parse_toml(text, label), label)
-    adapter = data.adapter
+    raw = parse_toml(text, label)
+    _check_seams(raw, label)
+    data = _validate(raw, label)
     # Recorded in every results file: a number there must be writable (not nan, not 1e300).
-    check_numbers(adapter.options, label, "adapter.options")
+    for where, table in [("adapter", data.adapter),
+                         *((f"adapters.{n}", t) for n, t in data.adapters.items())]:
+        check_numbers(table.options, label, f"{where}.options")
+    seams = {name: _seam(data.adapters[name]) for name in sorted(data.adapters)}
+    adapter = data.adapters[min(seams)] if seams else data.adapter
     suites = {name: options for name in SUITE_NAMES
               if (options := getattr(data.suites, name)) is not None}
     if not suites:
@@ -398,7 +480,34 @@ def parse_config(text: str, path: Path, label: str | None = None) -> Config:
         budget_minutes=data.gate.budget_minutes,
         live=data.live,
         pass_env=tuple(adapter.pass_env),
-    )
+        seams=seams,
+    )._checked_floors(label)
+
+
+def _seam(table: AdapterTable) -> Seam:
+    return Seam(python_target(table.python, table.command), dict(table.options),
+                tuple(table.command) if table.command is not None else None, table.timeout,
+                tuple(table.pass_env))
+
+
+def _check_seams(raw: dict[str, Any], label: str) -> None:
+    """``[adapters.<seam>]``: named as cells can carry, and never beside ``[adapter]`` (which
+    adapter a two-part cell would belong to is not for the gate to guess)."""
+    if "adapters" not in raw:
+        return
+    if "adapter" in raw:
+        raise GateError(f"{label}: [adapter] and [adapters.*] both given: use [adapter] for one "
+                        "adapter or one [adapters.<seam>] table per adapter, not both")
+    tables = raw["adapters"]
+    if not isinstance(tables, dict):
+        raise GateError(f"{label}: [adapters] must be a table of [adapters.<seam>] tables")
+    if not tables:
+        raise GateError(f"{label}: [adapters] has no [adapters.<seam>] table")
+    for name in tables:
+        if not cells.SEAM_NAME.match(name):
+            raise GateError(f"{label}: [adapters.{name!r}]: a seam name is made of "
+                            f"{cells.SEAM_CHARS} only (it becomes the first part of its cells' "
+                            "names)")
 
 
 def load_config(path: Path) -> Config:

@@ -11,3 +11,5 @@ REFERENCE_ADAPTER = "membench_gate.reference:ReferenceMemory"
 # Names of the variables the gate set in its own environment for itself alone (comma-separated):
 # withheld from every process it starts, which gets the environment as the user gave it.
 GATE_ONLY_VARIABLE = "MEMBENCH_GATE_ONLY"
+# The significance level of the statistical gate of stochastic cells when no [live] alpha is set.
+DEFAULT_ALPHA = 0.05

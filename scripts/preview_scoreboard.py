@@ -7,11 +7,15 @@ comment, converts it to HTML with cmark-gfm (GitHub's parser) and screenshots it
 Chromium. Both runs are this repository's own gate (``membench.toml``), so the preview shows the
 suites and options the project gates itself on:
 
-    python scripts/preview_scoreboard.py [--out DIR] [--scenario regression|improvement|bless|hostile]
+    python scripts/preview_scoreboard.py [--out DIR]
+        [--scenario regression|improvement|bless|hostile|stochastic]
 
 ``hostile`` is the regression with text from the pull request's side made to act: newly failing
 ids, what the adapter returned and the justification carry links, an address, a mention, a
 reference, emoji shortcodes and terminal escapes; the comment must show them as plain text.
+``stochastic`` gates the veto suite with ``repeats = 5`` on a memory that forgets at random
+(seeded): the base forgets 5% of its searches, the head 15%, and the statistical gate decides
+which cells dropped beyond the noise.
 
 Writes DIR/scoreboard.md, DIR/scoreboard.html and DIR/scoreboard.png (default DIR: ./preview).
 Needs the test extra (cmarkgfm) and a ``chromium`` binary on PATH for the PNG.
@@ -91,8 +95,45 @@ def _hostile(base: Results, head: Results) -> Results:
     return Results.model_validate(data)
 
 
+# A memory that forgets at random: the reference memory whose search comes back empty with
+# probability 1 - keep, from a seeded generator (the suites call in a fixed order).
+FLAKY = """\
+import random
+
+from membench_gate import Answer
+from membench_gate.reference import ReferenceMemory
+
+
+class Flaky(ReferenceMemory):
+    def __init__(self, keep, seed):
+        super().__init__()
+        self.keep, self.random = keep, random.Random(seed)
+
+    def search(self, query):
+        answer = super().search(query)
+        return answer if self.random.random() < self.keep else Answer(hits=[], abstain=False)
+"""
+
+
+def _flaky(keep: float, seed: int) -> Results:
+    with tempfile.TemporaryDirectory() as folder:
+        (Path(folder) / "flaky_preview.py").write_text(FLAKY, encoding="utf-8")
+        path = Path(folder) / "membench.toml"
+        text = (f'[adapter]\npython = "flaky_preview:Flaky"\n[adapter.options]\nkeep = {keep}\n'
+                f'seed = {seed}\n[suites.veto]\nk = 5\nrepeats = 5\n')
+        path.write_text(text, encoding="utf-8")
+        return run(parse_config(text, path))
+
+
 def scenario(name: str) -> str:
     """The comment Markdown of one kind of pull request."""
+    if name == "stochastic":
+        base, head = _flaky(0.95, 1).to_baseline(), _flaky(0.85, 2)
+        verdict = decide(base, base, head)
+        verdict.base.sha, verdict.base.ref, verdict.base.how = "3f9a1c2e7b4d" + "0" * 28, \
+            "main", "merge-commit-parent"
+        return render(verdict, head, base, limit=COMMENT_LIMIT,
+                      full_report="in the job summary of the gating workflow run")
     strong, weak = _results(512), _results(96)
     if name == "improvement":
         base, head = weak.to_baseline(), strong
@@ -126,8 +167,8 @@ def scenario(name: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("preview"))
-    parser.add_argument("--scenario", choices=("regression", "improvement", "bless", "hostile"),
-                        default="regression")
+    parser.add_argument("--scenario", default="regression",
+                        choices=("regression", "improvement", "bless", "hostile", "stochastic"))
     parser.add_argument("--width", type=int, default=1000)
     parser.add_argument("--height", type=int, default=3000)
     args = parser.parse_args(argv)

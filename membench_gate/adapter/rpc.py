@@ -680,6 +680,9 @@ class SuiteSession:
         # Ids the store may answer with: those ingested since the last reset. ``None`` while the
         # store holds what the memory wrote itself (the writeback suite): its ids are its own.
         self.known: set[str] | None = set()
+        # The pass of a suite with repeats (0-based), set by the runner before each pass: a live
+        # suite keys its LLM calls by it.
+        self.repeat = 0
 
     @property
     def capabilities(self) -> Capabilities:

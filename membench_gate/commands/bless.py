@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from membench_gate.base.side import BaseSide, read_base_in_repository
 from membench_gate.ci.settings import Context
 from membench_gate.commands.compare import read_committed, read_results
-from membench_gate.config import Config, load_config
+from membench_gate.config import Config, alpha_of, load_config
 from membench_gate.errors import ExitCode, GateError, describe
 from membench_gate.files import write_atomic
 from membench_gate.gate.justify import check_justification
@@ -90,7 +90,7 @@ def bless(config_path: Path, context: Context, *, justification: str | None = No
     measured = invariants.measure(progress_reporter()) if invariants else {}
     probe = decide(base.baseline, results.to_baseline(), results,
                    floors=floors_of(base.floors, config.floors), base_breaches=base.breaches,
-                   base_invariants=measured)
+                   base_invariants=measured, alpha=alpha_of(config))
     probe.base = base.info
     probe.config = str(config_path)
     hard = breach_keys(probe, HARD_KINDS)

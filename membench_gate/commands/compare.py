@@ -16,7 +16,7 @@ from membench_gate.adapter import seal
 from membench_gate.base.side import BaseSide, read_base
 from membench_gate.ci.settings import Context
 from membench_gate.commands.outputs import fail_closed
-from membench_gate.config import Config, load_config
+from membench_gate.config import Config, alpha_of, load_config
 from membench_gate.errors import GateError
 from membench_gate.files import read_file, write_atomic
 from membench_gate.gate.rules import decide, floors_of
@@ -263,6 +263,7 @@ def _compare(config: Config, context: Context, config_path: Path, actual: Result
         base_breaches=base.breaches,
         base_config=base.has_config,
         base_invariants=base_invariants(inputs),
+        alpha=alpha_of(config),
     )
     if base.inconclusive:  # a base baseline exists but cannot be read: no mode can be named
         verdict.mode = None

@@ -285,14 +285,14 @@ def _ms(values: list[float], q: float) -> str:
 
 
 def render(config: Config, checks: list[Check], latencies: dict[str, list[float]],
-           name: str) -> str:
-    """The table a person reads in a terminal; what the adapter said in it (its name, messages,
-    stderr) shown :func:`visible`."""
+           name: str, seam: str = "") -> str:
+    """The table a person reads in a terminal (one per seam, which its first line names); what
+    the adapter said in it (its name, messages, stderr) shown :func:`visible`."""
     target = " ".join(config.adapter_command) if config.adapter_command else config.adapter
     # The name the adapter gives itself, and where it runs from when that says something else
     # (a Python host names itself by its target: said once).
-    lines = [f"membench-gate doctor: adapter {name!r}" + (f" ({target})" if target != name else ""),
-             ""]
+    lines = [f"membench-gate doctor: {f'seam {seam!r}, ' if seam else ''}adapter {name!r}"
+             + (f" ({target})" if target != name else ""), ""]
     width = max(len(c.name) for c in checks)
     marks = {True: "ok  ", False: "FAIL", None: "n/a "}
     lines += [f"  {marks[c.ok]}  {c.name.ljust(width)}  {c.detail}" for c in checks]
@@ -311,10 +311,13 @@ def render(config: Config, checks: list[Check], latencies: dict[str, list[float]
 
 
 def doctor(config: Config) -> int:
-    """``membench-gate doctor``: exit 0 when the adapter conforms, 1 otherwise."""
-    checks, latencies, name = diagnose(config)
-    print(render(config, checks, latencies, name))
-    return ExitCode.REGRESSION if any(c.ok is False for c in checks) else ExitCode.PASS
+    """``membench-gate doctor``: exit 0 when the adapter (every seam's) conforms, 1 otherwise."""
+    conforms = True
+    for number, (seam, adapter) in enumerate(config.by_seam()):
+        checks, latencies, name = diagnose(adapter)
+        print(("\n" if number else "") + render(adapter, checks, latencies, name, seam))
+        conforms = conforms and not any(c.ok is False for c in checks)
+    return ExitCode.PASS if conforms else ExitCode.REGRESSION
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:

@@ -10,7 +10,7 @@ from membench_gate.errors import ExitCode, GateError
 
 def cmd_selftest(args: argparse.Namespace) -> int:
     from membench_gate.adapter import seal
-    from membench_gate.config import load_config
+    from membench_gate.config import alpha_of, load_config
     from membench_gate.files import write_atomic
     from membench_gate.model.canonical import canonical_dumps
     from membench_gate.report.selftest import render_table
@@ -27,8 +27,11 @@ def cmd_selftest(args: argparse.Namespace) -> int:
         if name not in known:
             raise GateError(f"--mutant {name}: unknown mutant (known: {', '.join(known)})")
     chosen = [known[n] for n in dict.fromkeys(args.mutant)] or list(known.values())
-    report = selftest(load_config(args.config), chosen)
+    config = load_config(args.config)
+    report = selftest(config, chosen, alpha=alpha_of(config))
     if args.json:
-        write_atomic(args.json, canonical_dumps(report.model_dump(mode="json")))
+        # No null comparisons (a deterministic config): the file reads as it always did.
+        dumped = report.model_dump(mode="json", exclude=None if report.null else {"null"})
+        write_atomic(args.json, canonical_dumps(dumped))
     print(render_table(report))
     return ExitCode.PASS if report.ok else ExitCode.REGRESSION

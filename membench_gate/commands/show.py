@@ -19,6 +19,7 @@ from rapidfuzz import process
 from membench_gate.config import Config, load_config
 from membench_gate.errors import ExitCode, GateError, visible
 from membench_gate.files import read_file
+from membench_gate.model import cells as cell_names
 from membench_gate.model.canonical import round4
 from membench_gate.model.results import Results, parse_results
 from membench_gate.report import findings
@@ -33,11 +34,12 @@ class BaseOutcome:
 
 
 def parse_target(target: str) -> tuple[str, str]:
-    """``suite/condition#id`` → (cell, id); the id may itself contain ``#``."""
+    """``suite/condition#id`` or ``seam/suite/condition#id`` → (cell, id); the id may itself
+    contain ``#``."""
     cell, sep, item = target.partition("#")
-    if not sep or "/" not in cell or not item:
-        raise GateError(f"show: {target!r} is not of the form SUITE/CONDITION#ID "
-                        "(e.g. veto/files_known#scn-003)")
+    if not sep or cell.count("/") not in (1, 2) or not item:
+        raise GateError(f"show: {target!r} is not of the form SUITE/CONDITION#ID or "
+                        "SEAM/SUITE/CONDITION#ID (e.g. veto/files_known#scn-003)")
     return cell, item
 
 
@@ -51,10 +53,16 @@ def _results(config: Config, results_path: Path | None, cell: str) -> Results:
         return parse_results(read_file(results_path), str(results_path))
     from membench_gate.run.runner import progress_reporter, run
 
-    suite = cell.partition("/")[0]
+    seam, suite, _ = cell_names.parse(cell)
     if suite not in config.suites:
         raise GateError(f"show: suite {suite!r} is not enabled in {config.path.name}"
                         f"{_suggest(suite, list(config.suites))}")
+    if seam or config.seams:
+        if seam not in config.seams:
+            raise GateError(f"show: {cell!r}: no seam {seam!r} in {config.path.name} (seams: "
+                            f"{', '.join(config.seams) or 'none: cells are SUITE/CONDITION'})"
+                            f"{_suggest(seam, list(config.seams))}")
+        config = config.with_seams([seam])  # only the asked seam's adapter runs
     return run(config.with_suites([suite]), progress_reporter())
 
 

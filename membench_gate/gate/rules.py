@@ -16,7 +16,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from membench_gate.defaults import DEFAULT_ALPHA
 from membench_gate.errors import ExitCode
+from membench_gate.model import cells as cell_names
 from membench_gate.model import metrics
 from membench_gate.model.canonical import round4
 from membench_gate.model.results import Baseline, Cell, Results
@@ -29,6 +31,7 @@ from membench_gate.model.verdict import (
     JustificationResult,
     Mode,
     Offender,
+    StochasticCell,
     Verdict,
     VerdictName,
     not_needed,
@@ -63,6 +66,7 @@ class _Comparison:
     improvements: list[Improvement] = field(default_factory=list)
     diff: FixtureDiff = field(default_factory=FixtureDiff.model_construct)
     notes: list[str] = field(default_factory=list)
+    stochastic: list[StochasticCell] = field(default_factory=list)
 
 
 def _rounded(value: float | None) -> float | None:
@@ -112,17 +116,30 @@ def _offenders(actual: Baseline, cell: str, name: str) -> list[Offender]:
     spec = metrics.spec(name)
     if spec.violation is None or not isinstance(actual, Results):
         return []
-    suite, field_name = cell.partition("/")[0], spec.violation.field
+    scope, field_name = cell_names.scope_of(cell), spec.violation.field
     found = []
     for cell_name in sorted(actual.items):
-        if cell_name.partition("/")[0] != suite:
+        if cell_names.scope_of(cell_name) != scope:
             continue
         for item, record in sorted(actual.items[cell_name].items()):
-            value = record.get(field_name) if isinstance(record, dict) else None
+            value = _violating(record, field_name)
             if value is False or (isinstance(value, list) and value):
                 found.append(Offender(cell=cell_name, id=item,
                                       ids=[str(v) for v in value] if value else []))
     return found
+
+
+def _violating(record: Any, field_name: str) -> Any:
+    """The record's ``field_name``; for a suite with repeats, the first pass's that violates
+    (an invariant broken in any pass is broken)."""
+    if not isinstance(record, dict):
+        return None
+    runs = record.get("runs")
+    if "passes" in record and isinstance(runs, list):
+        return next((value for run in runs if isinstance(run, dict)
+                     and ((value := run.get(field_name)) is False
+                          or (isinstance(value, list) and value))), None)
+    return record.get(field_name)
 
 
 def _floors(actual: Baseline, floors: Iterable[Floor]) -> list[Breach]:
@@ -148,9 +165,13 @@ def _floors(actual: Baseline, floors: Iterable[Floor]) -> list[Breach]:
     return list(found.values())
 
 
-def _compare_cells(base: Baseline, actual: Baseline, same_hash: bool) -> _Comparison:
-    """Rules 5 and 7: every base cell against this run."""
+def _compare_cells(base: Baseline, actual: Baseline, same_hash: bool,
+                   alpha: float = DEFAULT_ALPHA) -> _Comparison:
+    """Rules 5 and 7: every base cell against this run; a stochastic cell (a suite with repeats,
+    on either side) by the statistical test of its pooled counts instead of item by item and
+    metric by metric (:func:`_stochastic`)."""
     out = _Comparison()
+    stochastic: list[tuple[str, tuple[int, int], tuple[int, int]]] = []
     for cell_name, before in sorted(base.cells.items()):
         now = actual.cells.get(cell_name)
         if now is None:
@@ -163,6 +184,9 @@ def _compare_cells(base: Baseline, actual: Baseline, same_hash: bool) -> _Compar
             out.breaches.append(Breach(
                 key=f"{cell_name}:gold_total", kind="gold-total", base=before.gold_total,
                 head=now.gold_total, detail="gold_total changed under the same fixtures_hash"))
+        if before.repeats is not None or now.repeats is not None:
+            stochastic.append((cell_name, before.counts(), now.counts()))
+            continue
         was_failed, is_failed = set(before.failed), set(now.failed)
         newly, fixed = is_failed - was_failed, was_failed - is_failed
         if comparable is not None:
@@ -189,11 +213,46 @@ def _compare_cells(base: Baseline, actual: Baseline, same_hash: bool) -> _Compar
             elif _rounded(value) != _rounded(head):
                 out.improvements.append(Improvement(key=f"{cell_name}:{name}", base=_rounded(value),
                                                     head=_rounded(head)))
+    _stochastic(stochastic, alpha, out)
     for cell_name in sorted(set(actual.cells) - set(base.cells)):
         out.notes.append(f"new cell: {cell_name} (reported, not gated)")
     if not same_hash:
         _easing(base, actual, out)
     return out
+
+
+def _stochastic(cells: list[tuple[str, tuple[int, int], tuple[int, int]]], alpha: float,
+                out: _Comparison) -> None:
+    """Rule 5 for stochastic cells: a one-sided exact test of the pooled counts, head against
+    base, Holm-corrected across the run's stochastic cells; a significant adverse move is a
+    ``stochastic-regression`` (blessable like a gated metric), any other move is reported."""
+    if not cells:
+        return
+    from membench_gate.gate.stochastic import compare  # (scipy: only a stochastic run needs it)
+
+    out.stochastic = compare(cells, alpha)
+    for tested in out.stochastic:
+        if tested.significant:
+            out.breaches.append(Breach(
+                key=tested.cell, kind="stochastic-regression", base=_rounded(tested.base_rate),
+                head=_rounded(tested.head_rate), detail=stochastic_words(tested)))
+
+
+def stochastic_words(tested: StochasticCell) -> str:
+    """A stochastic comparison in one line: both counts with their intervals, the p-value."""
+    def side(passes: int, trials: int, interval: tuple[float, float]) -> str:
+        return f"{passes}/{trials} (Wilson {1 - tested.alpha:.0%} " \
+               f"[{round4(interval[0])}, {round4(interval[1])}])"
+
+    verdict = "significant" if tested.significant else "not significant"
+    return (f"pass rate {side(tested.base_passes, tested.base_trials, tested.base_interval)} → "
+            f"{side(tested.head_passes, tested.head_trials, tested.head_interval)}; one-sided "
+            f"exact p = {_p(tested.p_value)}, Holm-adjusted {_p(tested.adjusted_p)}: {verdict} "
+            f"at alpha {tested.alpha:g}")
+
+
+def _p(value: float) -> str:
+    return "< 0.0001" if value < 0.0001 else f"{round4(value)}"
 
 
 def _comparable_items(base: Baseline, actual: Baseline, cell: str, same_hash: bool,
@@ -215,7 +274,7 @@ def _comparable_items(base: Baseline, actual: Baseline, cell: str, same_hash: bo
     if removed:
         out.breaches.append(ItemBreaches(cell, "item-removed", tuple(removed), "present", None,
                                          "gold item removed from the fixtures"))
-    if changed and cell not in metrics.DERIVED_CELLS:
+    if changed and cell_names.local(cell) not in metrics.DERIVED_CELLS:
         was_failed, is_failed = set(base.cells[cell].failed), set(actual.cells[cell].failed)
         for before_outcome, now_outcome in (("fail", "pass"), ("pass", "fail"), ("fail", "fail"),
                                             ("pass", "pass")):
@@ -301,6 +360,7 @@ def decide(
     base_breaches: Iterable[Breach] = (),
     base_config: bool = False,
     base_invariants: Mapping[str, Cell] = EMPTY_CELLS,
+    alpha: float = DEFAULT_ALPHA,
 ) -> Verdict:
     """Apply the gate rules and return the verdict.
 
@@ -315,7 +375,8 @@ def decide(
     baseline is BLESS REQUIRED, not a bootstrap (rule 10: only a PR bringing the gate itself
     may introduce its first baseline). ``base_invariants`` are the base's cells with zero-gated
     metrics whose suite this run changed or dropped, measured with the base's suite table and
-    fixtures (rule 1: an invariant cannot be unmeasured).
+    fixtures (rule 1: an invariant cannot be unmeasured). ``alpha`` is the preregistered
+    significance level of the statistical gate of stochastic cells.
     """
     reasons = list(inconclusive)
     if reasons:
@@ -338,7 +399,8 @@ def decide(
                        notes=[f"{NO_BASE_BASELINE}: in CI only a pull request that introduces "
                               "the gate may bring the first baseline; bless and commit the "
                               "baseline on the base branch"])
-    verdict = _compare(base, committed, actual, hard, allow_regression, list(base_breaches))
+    verdict = _compare(base, committed, actual, hard, allow_regression, list(base_breaches),
+                       alpha)
     for name, cell in sorted(base_invariants.items()):
         held = [f"{m} {round4(v)}" for m, v in sorted(cell.metrics.items())
                 if metrics.gate_kind(name, m) == "zero" and not _rounded(v) > 0]
@@ -356,7 +418,7 @@ def decide(
 
 def _compare(base: Baseline | None, committed: Baseline | None, actual: Baseline,
              hard: list[Breach], allow_regression: str | None,
-             base_breaches: list[Breach]) -> Verdict:
+             base_breaches: list[Breach], alpha: float = DEFAULT_ALPHA) -> Verdict:
     """Rules 5–11 once invariants and floors are known (rules 1–2 still decide precedence)."""
     notes: list[str] = []
     if base is None:
@@ -375,7 +437,7 @@ def _compare(base: Baseline | None, committed: Baseline | None, actual: Baseline
 
     same_hash = base.fixtures_hash == actual.fixtures_hash
     mode = "same-hash" if same_hash else "corpus-bless"
-    comparison = _compare_cells(base, actual, same_hash)
+    comparison = _compare_cells(base, actual, same_hash, alpha)
     notes += comparison.notes
     bless_required = None
     matches_run = committed is not None and committed.same_content(actual)
@@ -413,6 +475,7 @@ def _compare(base: Baseline | None, committed: Baseline | None, actual: Baseline
         "fixture_diff": comparison.diff,
         "justification_check": justification,
         "blessed": blessed and not hard and not bless_required,
+        "stochastic": comparison.stochastic,
     }
     if hard:
         return _finish("regression", mode, notes=notes, **common)

@@ -18,6 +18,8 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any, Literal, NamedTuple
 
+from membench_gate.model import cells
+
 Direction = Literal["higher", "lower"]
 GateKind = Literal["gated", "zero", "report"]
 Unit = Literal["rate", "count"]
@@ -74,9 +76,10 @@ _CONDITION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
 def known_cell(cell: str) -> bool:
-    """A cell this version can produce: a fixed one, or ``recall/<category>``."""
-    suite, _, condition = cell.partition("/")
-    return cell in CELLS or (suite in OPEN_CONDITIONS and bool(_CONDITION.match(condition)))
+    """A cell this version can produce: a fixed one, or ``recall/<category>`` (within a seam or
+    not: the seam is checked where seams are declared)."""
+    _, suite, condition = cells.parse(cell)
+    return f"{suite}/{condition}" in CELLS or (suite in OPEN_CONDITIONS and bool(_CONDITION.match(condition)))
 
 
 _NET = re.compile(r"^net_at_(?P<lam>\d+(?:\.\d+)?)$")
@@ -169,7 +172,7 @@ REGISTRY: dict[str, Metric] = {
         Metric(
             "provenance_accuracy", "writeback", "higher", "gated",
             "Share of kept facts whose hit says where it came from: the conversation's source, "
-            "session and turn.",
+            "session and turn (1 when none was kept).",
         ),
         Metric(
             "non_fact_leak_rate", "writeback", "lower", "gated",
@@ -179,8 +182,9 @@ REGISTRY: dict[str, Metric] = {
         ),
         Metric(
             "continuity_rate", "writeback", "higher", "gated",
-            "Share of a later session's questions answered by what was written: a hit holds every "
-            "keyword of the answer.",
+            "Share of a later session's questions answered by what was written (a hit holds "
+            "every keyword of the answer), and of continuity decisions a reader recalls (an "
+            "expected page injected, or a written memory holding every keyword).",
             per=ALL_ITEMS,
         ),
         Metric(
@@ -232,10 +236,16 @@ def format_number(value: float) -> str:
     return format(Decimal(repr(float(value))).normalize(), "f")
 
 
+# Zero-gated metrics a suite reports besides its own: the writeback suite's continuity pairs push
+# pages too, and count what they inject from another source as the push suite does.
+SHARED_INVARIANTS: dict[str, tuple[str, ...]] = {"writeback": ("source_isolation_violations",)}
+
+
 def violations(suite: str) -> list[tuple[Metric, Violation]]:
     """The zero-gated metrics of ``suite`` whose violations its item records show."""
+    shared = SHARED_INVARIANTS.get(suite, ())
     return [(m, m.violation) for m in REGISTRY.values()
-            if m.suite == suite and m.violation is not None]
+            if (m.suite == suite or m.name in shared) and m.violation is not None]
 
 
 def spec(name: str) -> Metric:
@@ -307,9 +317,9 @@ def share_of(name: str, value: float, items: Mapping[str, Mapping[str, Any]]
 
 
 def gate_kind(cell: str, name: str) -> GateKind:
-    """The gate kind of ``name`` in ``cell`` ("suite/condition")."""
+    """The gate kind of ``name`` in ``cell`` ("suite/condition", or within a seam)."""
     metric = spec(name)
-    condition = cell.partition("/")[2]
+    condition = cells.parse(cell).condition
     if metric.gated_in and condition not in metric.gated_in:
         return "report"
     return metric.kind

@@ -43,6 +43,30 @@ class Cell(_Strict):
     metrics: dict[str, float]
     gold_total: int = Field(ge=0)
     failed: list[str]
+    # A suite with ``repeats = R`` (docs/gate.md, "Stochastic cells"): R, and per gold item how
+    # many of the R passes it passed. Absent for a deterministic cell, whose file reads as before.
+    repeats: int | None = Field(default=None, ge=2)
+    passes: dict[str, int] | None = None
+
+    @model_validator(mode="after")
+    def _counts(self) -> Cell:
+        if (self.repeats is None) != (self.passes is None):
+            raise ValueError("repeats and passes go together")
+        if self.passes is not None and self.repeats is not None:
+            if len(self.passes) != self.gold_total:
+                raise ValueError(f"passes counts {len(self.passes)} items, gold_total is "
+                                 f"{self.gold_total}")
+            for item, count in self.passes.items():
+                if not 0 <= count <= self.repeats:
+                    raise ValueError(f"passes.{item}: {count} is not from 0 to {self.repeats}")
+        return self
+
+    def counts(self) -> tuple[int, int]:
+        """Pooled (passes, trials) over every gold item and pass: a deterministic cell is one
+        pass of each item."""
+        if self.passes is None or self.repeats is None:
+            return self.gold_total - len(self.failed), self.gold_total
+        return sum(self.passes.values()), self.gold_total * self.repeats
 
     @field_validator("failed")
     @classmethod
@@ -95,7 +119,8 @@ class Baseline(_Strict):
             return False
         for name, cell in self.cells.items():
             theirs = other.cells[name]
-            if cell.gold_total != theirs.gold_total or cell.failed != theirs.failed:
+            if cell.gold_total != theirs.gold_total or cell.failed != theirs.failed \
+                    or cell.repeats != theirs.repeats or cell.passes != theirs.passes:
                 return False
             if cell.metrics != theirs.metrics and (
                     cell.metrics.keys() != theirs.metrics.keys()
@@ -123,6 +148,8 @@ class Baseline(_Strict):
             if mine.failed != theirs.failed:
                 gone, new = set(mine.failed) - set(theirs.failed), set(theirs.failed) - set(mine.failed)
                 found.append(f"{name} failed items (+{len(new)} −{len(gone)})")
+            if (mine.repeats, mine.passes) != (theirs.repeats, theirs.passes):
+                found.append(f"{name} passes out of repeats")
         for field in ("digests", "corpus"):
             mine_f, theirs_f = getattr(self, field), getattr(other, field)
             found += [f"{suite} {'item' if field == 'digests' else 'corpus'} digests"

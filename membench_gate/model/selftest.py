@@ -14,6 +14,28 @@ class MutantResult(BaseModel):
     error: str | None = None
 
 
+class NullComparisons(BaseModel):
+    """The measured false alarms of the statistical gate (docs/selftest.md, "Null comparisons"):
+    A/A comparisons, both sides resampled from the unmutated run's per-item pass rates, judged
+    as the gate judges a run (every stochastic cell, Holm-corrected). ``interval``: the Wilson
+    95% interval of the false-alarm rate; ``ok`` unless its lower bound is above ``alpha``.
+    ``power``: per mutant, the share of comparisons resampled from the unmutated rates (base)
+    and the mutant's (head) that the gate flags."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+    comparisons: int = Field(ge=1)
+    false_alarms: int = Field(ge=0)
+    rate: float
+    alpha: float
+    interval: tuple[float, float]
+    seed: int
+    power: dict[str, float] = {}
+
+    @property
+    def ok(self) -> bool:
+        return self.interval[0] <= self.alpha
+
+
 class SelftestReport(BaseModel):
     """The selftest's data (``selftest --json``), which the action's comment reads."""
 
@@ -28,7 +50,9 @@ class SelftestReport(BaseModel):
     kinds: dict[str, str]  # cell:metric -> gated | zero
     unmutated_breaches: list[str] = []
     mutants: dict[str, MutantResult]
+    # Only for a config with a suite with repeats (left out of the file otherwise).
+    null: NullComparisons | None = None
 
     @property
     def ok(self) -> bool:
-        return not self.blind
+        return not self.blind and (self.null is None or self.null.ok)

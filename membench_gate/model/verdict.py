@@ -36,7 +36,7 @@ VerdictName = Literal["pass", "regression", "bless-required", "inconclusive", "e
 Mode = Literal["same-hash", "corpus-bless", "bootstrap"]
 BreachKind = Literal["zero", "floor", "cell-missing", "gold-total", "newly-failed", "item-removed",
                      "metric", "metric-missing", "item-changed", "option", "corpus-removed",
-                     "baseline-moved"]
+                     "baseline-moved", "stochastic-regression"]
 # Breaches keyed by one gold item (``suite/condition#id``): held per cell and kind.
 ITEM_KINDS = frozenset({"newly-failed", "item-removed", "item-changed"})
 
@@ -322,14 +322,44 @@ class JustificationResult(_Model):
     failed_check: str | None = None
 
 
+class StochasticCell(_Model):
+    """A cell of a suite with repeats, compared by its pooled counts (docs/gate.md, "Stochastic
+    cells"): passes out of trials on each side, their Wilson intervals at 1 − alpha, the
+    one-sided exact p-value of head passing less often, and that p-value Holm-adjusted across the
+    run's stochastic cells. ``significant``: adjusted ≤ alpha, the breach
+    ``stochastic-regression``."""
+
+    cell: str
+    base_passes: int
+    base_trials: int
+    head_passes: int
+    head_trials: int
+    base_interval: tuple[float, float]
+    head_interval: tuple[float, float]
+    p_value: float
+    adjusted_p: float
+    alpha: float
+    significant: bool
+
+    @property
+    def base_rate(self) -> float:
+        return self.base_passes / self.base_trials
+
+    @property
+    def head_rate(self) -> float:
+        return self.head_passes / self.head_trials
+
+
 def not_needed() -> JustificationResult:
     """The justification check of a comparison with no breach, made without validating it (it
     is always this): a verdict that needs no justification builds no validator for one."""
     return JustificationResult.model_construct(status="not-needed")
 
 
-class Verdict(_Model):
+class Verdict(_Sparse):
     """What ``check --json`` writes and the report renders."""
+
+    _SPARSE = ("stochastic",)  # written only for a run with stochastic cells
 
     verdict: VerdictName
     exit_code: int
@@ -353,6 +383,8 @@ class Verdict(_Model):
     # Whether the pull request's code ran sealed (docs/action.md, "Trust boundary"); None when
     # the file was not written by a check (an error outside one).
     isolation: Literal["sealed", "unsealed"] | None = None
+    # The stochastic cells compared (rule 5 for a suite with repeats), in cell order.
+    stochastic: list[StochasticCell] = []
 
 
 def error_verdict(exc: BaseException, config: str | None,

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from membench_gate.gate.rules import HARD_KINDS, NO_BASE_BASELINE
+from membench_gate.model import cells as cell_names
 from membench_gate.model import metrics
 from membench_gate.model.canonical import round4
 from membench_gate.model.results import Baseline, Results
@@ -26,7 +27,7 @@ from membench_gate.model.verdict import BaseInfo, Breach, Breaches, ItemBreaches
 # gated metrics by the size of the adverse move, other changes to what is measured, then items.
 INVARIANT, FLOOR, METRIC, MEASUREMENT, ITEMS = range(5)
 _GROUP_OF_KIND = {"zero": INVARIANT, "floor": FLOOR, "metric": METRIC, "metric-missing": METRIC,
-                  "cell-missing": METRIC}
+                  "cell-missing": METRIC, "stochastic-regression": METRIC}
 _ITEM_WORDS = {"newly-failed": "newly failing", "item-removed": "removed from the fixtures",
                "item-changed": "changed (gated as removed and re-added)"}
 _NET = re.compile(r"^net_at_(\d+(?:\.\d+)?)$")
@@ -66,7 +67,7 @@ def split_key(key: str) -> tuple[str, str | None, str | None]:
 def suite_options(results: Results | Baseline | None, cell: str) -> Mapping[str, Any]:
     """The options table of the suite a cell belongs to (k, budget, …), or empty."""
     suites = (results.config.get("suites") if results is not None else None) or {}
-    options = suites.get(cell.partition("/")[0]) if isinstance(suites, dict) else None
+    options = suites.get(cell_names.suite_of(cell)) if isinstance(suites, dict) else None
     return options if isinstance(options, dict) else {}
 
 
@@ -185,9 +186,16 @@ def _metric_row(breach: Breach, results: Results | None, base: Baseline | None,
         what = f"{metric_label(name, cell, source)} on {cell}"
     elif breach.kind == "cell-missing":
         what = f"{cell} not measured"
+    elif breach.kind == "stochastic-regression":
+        what = f"stochastic pass rate on {cell}"
     else:
         what = measurement_words(breach)
     diff = delta(name or "", breach.base, breach.head) if name else None
+    if breach.kind == "stochastic-regression" and isinstance(breach.base, float | int) \
+            and isinstance(breach.head, float | int):
+        size = abs(breach.head - breach.base)  # a rate: its range is 1
+        return Ranked(group, what, breach.key, breach.kind, breach.base, breach.head,
+                      points(breach.head - breach.base), breach.detail, size=size)
     if breach.kind in ("cell-missing", "metric-missing"):
         size = math.inf
     else:  # relative to the metric's range, so NET(10) does not outrank recall by its scale
@@ -277,8 +285,15 @@ def ranked_breaches(verdict: Verdict, results: Results | None,
     return sorted(rows, key=lambda r: (r.group, -r.size, r.key))
 
 
+def points(change: float) -> str:
+    """A change of a rate in percentage points: ``−20 pts``."""
+    return f"{change * 100:+.0f} pts".replace("-", "−")
+
+
 def _phrase(row: Ranked) -> str:
     name = split_key(row.key)[1]
+    if row.kind == "stochastic-regression":
+        return f"{row.key} pass rate {row.delta} (stochastic, significant)"
     if row.group == INVARIANT:
         return f"{row.what.split(' on ')[0]} {_shown(row.head)} (must be 0)"
     if row.group == FLOOR:
@@ -391,7 +406,7 @@ class ItemStory:
         outcomes, not ranks)."""
         # A zero-gated violation first: it fails the check whatever the rank says.
         parts = [f"{v.words}: {', '.join(map(str, found))} — {m.label or m.name}, never "
-                 "blessable" for m, v in metrics.violations(self.cell.partition("/")[0])
+                 "blessable" for m, v in metrics.violations(cell_names.suite_of(self.cell))
                  if isinstance(found := self.extra.get(v.field), list) and found]
         ranked = self.came_back or []
         rank = self.rank or next((n for n, (i, _) in enumerate(ranked, 1) if i in self.gold), None)

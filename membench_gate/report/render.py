@@ -26,11 +26,12 @@ from markupsafe import Markup
 
 from membench_gate.errors import visible
 from membench_gate.files import data_dir
+from membench_gate.model import cells as cell_names
 from membench_gate.model import metrics
 from membench_gate.model.canonical import round4
 from membench_gate.model.history import HistoryVersion
 from membench_gate.model.results import Baseline, Results
-from membench_gate.model.verdict import Breach, Breaches, ItemBreaches, Verdict
+from membench_gate.model.verdict import Breach, Breaches, ItemBreaches, StochasticCell, Verdict
 from membench_gate.report import findings
 from membench_gate.report import history as blessed_history
 from membench_gate.report.summary import metric_text
@@ -79,6 +80,7 @@ _MODE_WORDS = {
                     "bless, and items whose content is unchanged are still compared one to one.",
     "bootstrap": "There is no baseline at the base commit: this pull request introduces one.",
 }
+_STOCHASTIC_WORDS = " Stochastic cells are the exception: their pooled counts are compared instead."
 # A corpus-bless that passed was blessed already: nothing more is needed.
 _BLESSED_CORPUS = ("The fixtures or suite options changed since the base, and the committed "
                    "baseline holds the new numbers; items whose content is unchanged were "
@@ -151,10 +153,14 @@ class Row:
 
 
 def _gate_text(cell: str, name: str, base: Any, head: Any, breached: set[str],
-               blessed: bool) -> str:
+               blessed: bool, stochastic: bool = False) -> str:
     kind = metrics.gate_kind(cell, name)
     if kind == "report":
         return "report"
+    if stochastic and kind == "gated":  # the cell's counts are gated, not its metrics one by one
+        if cell in breached:
+            return "✅ stochastic, blessed" if blessed else "❌ stochastic"
+        return "✅ stochastic"
     words = "must be 0" if kind == "zero" else "gated"
     bad = f"{cell}:{name}" in breached or (
         kind == "gated" and findings.judgement(name, base, head) == "worse")
@@ -173,7 +179,7 @@ def _mark(cell: str, name: str, base: Any, head: Any) -> str:
 
 
 def _is_control(cell: str) -> bool:
-    return cell.partition("/")[2].startswith("control")
+    return cell_names.parse(cell).condition.startswith("control")
 
 
 def _prefixes(key: str) -> Iterator[str]:
@@ -195,6 +201,7 @@ def _cells(verdict: Verdict, results: Results, base: Baseline | None,
                   for prefix in _prefixes(e.cell)}
     source = results if results.cells else base
     same_items = verdict.mode == "same-hash"
+    tested = {t.cell: t for t in verdict.stochastic}
     out = []
     for cell in sorted(set(results.cells) | set(base.cells if base else ())):
         now = results.cells.get(cell)
@@ -215,7 +222,8 @@ def _cells(verdict: Verdict, results: Results, base: Baseline | None,
                             f"{metric_text(b)} ({b_share})" if b_share else b,
                             f"{metric_text(h)} ({h_share})" if h_share else h,
                             findings.delta_text(name, b, h), _mark(cell, name, b, h),
-                            _gate_text(cell, name, b, h, breached, verdict.blessed)))
+                            _gate_text(cell, name, b, h, breached, verdict.blessed,
+                                       cell in tested)))
         bad = cell in hit_cells or now is None or any(r.gate.startswith("❌") for r in rows)
         out.append({
             "name": cell,
@@ -226,10 +234,52 @@ def _cells(verdict: Verdict, results: Results, base: Baseline | None,
             "newly_failed": len(verdict.newly_failed.get(cell, ())),
             "fixed": len(verdict.fixed.get(cell, ())),
             "control": _is_control(cell),
+            "seam": cell_names.seam_of(cell),
+            # Compared by its pooled counts, not item by item: the heading says so.
+            "stochastic": _stochastic_heading(now, tested.get(cell)),
             "bad": bad,
             "changed": any(r.mark for r in rows),
         })
     return out
+
+
+def _by_seam(cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``cells`` (in name order, so a seam's cells are together), each marked when it is the
+    first of its seam: the scoreboard puts a seam's heading above it."""
+    return [{**cell, "first_of_seam": bool(cell["seam"]) and
+             (at == 0 or cells[at - 1]["seam"] != cell["seam"])}
+            for at, cell in enumerate(cells)]
+
+
+def _stochastic_heading(now: Any, tested: StochasticCell | None) -> dict[str, Any] | None:
+    if now is None or now.repeats is None:
+        return None
+    passes, trials = now.counts()
+    return {"passes": passes, "trials": trials, "repeats": now.repeats,
+            "p": _p_text(tested.adjusted_p) if tested else None}
+
+
+def _p_text(value: float) -> str:
+    return "< 0.0001" if value < 0.0001 else f"{value:.4f}"
+
+
+def _stochastic_rows(verdict: Verdict) -> list[dict[str, Any]]:
+    """The statistical gate's table: per stochastic cell, both counts with their Wilson
+    intervals, the one-sided p-value and its Holm adjustment, and what the gate made of it."""
+    rows = []
+    for t in verdict.stochastic:
+        if t.significant:
+            gate = "✅ significant, blessed" if verdict.blessed else "❌ significant drop"
+        else:
+            gate = "✅ lower, within the noise" if t.head_rate < t.base_rate else "✅ not lower"
+        rows.append({
+            "cell": t.cell,
+            "base": f"{t.base_passes}/{t.base_trials} ({t.base_rate:.0%})",
+            "base_interval": f"[{t.base_interval[0]:.3f}, {t.base_interval[1]:.3f}]",
+            "head": f"{t.head_passes}/{t.head_trials} ({t.head_rate:.0%})",
+            "head_interval": f"[{t.head_interval[0]:.3f}, {t.head_interval[1]:.3f}]",
+            "p": _p_text(t.p_value), "adjusted": _p_text(t.adjusted_p), "gate": gate})
+    return rows
 
 
 def _controls(cells: list[dict[str, Any]]) -> dict[str, Any] | None:
@@ -357,8 +407,8 @@ def context(verdict: Verdict, results: Results | None, base: Baseline | None, *,
     cells = _cells(verdict, results, base, gated_only=level not in ("full", "capped-lists",
                                                                      "no-item-lists"))
     shown_cells = [c for c in cells if not c["control"] or c["bad"]] if level != "minimal" else []
-    open_cells = [c for c in shown_cells if c["bad"]]
-    quiet_cells = [c for c in shown_cells if not c["bad"]]
+    open_cells = _by_seam([c for c in shown_cells if c["bad"]])
+    quiet_cells = _by_seam([c for c in shown_cells if not c["bad"]])
     base_sha = _hex(verdict.base.sha)
     full_sha = verdict.base.sha if verdict.base.sha and _HEX.match(verdict.base.sha) else None
     # The example `show` command names a newly failing item (else any item) with a plain id:
@@ -380,8 +430,9 @@ def context(verdict: Verdict, results: Results | None, base: Baseline | None, *,
         "level": level,
         "title": _TITLES[verdict.verdict],
         "headline": findings.headline(verdict, ranked, results, base),
-        "mode_words": (_BLESSED_CORPUS if verdict.mode == "corpus-bless"
-                       and verdict.verdict == "pass" else _MODE_WORDS.get(verdict.mode or "", ""))
+        "mode_words": ((_BLESSED_CORPUS if verdict.mode == "corpus-bless"
+                        and verdict.verdict == "pass" else _MODE_WORDS.get(verdict.mode or "", ""))
+                       + (_STOCHASTIC_WORDS if verdict.stochastic else ""))
         if verdict.verdict not in ("inconclusive", "error") else "",
         "base_sha": base_sha,
         "base_ref": verdict.base.ref,
@@ -392,6 +443,8 @@ def context(verdict: Verdict, results: Results | None, base: Baseline | None, *,
         "breaches": ranked[:_SUMMARY_ROWS] if short else ranked,
         "breaches_hidden": max(0, len(ranked) - _SUMMARY_ROWS) if short else 0,
         "breach_rows": _BREACH_ROWS,
+        "stochastic": _stochastic_rows(verdict),
+        "alpha": verdict.stochastic[0].alpha if verdict.stochastic else None,
         "open_cells": open_cells[:_SUMMARY_ROWS] if short else open_cells,
         "quiet_cells": [] if short else quiet_cells,
         "cells_hidden": (max(0, len(open_cells) - _SUMMARY_ROWS) + len(quiet_cells))

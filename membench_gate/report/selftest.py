@@ -38,10 +38,30 @@ def render_table(report: SelftestReport) -> str:
     lines.append(f"gate sensitivity {report.covered}/{report.total} metrics")
     if report.blind:
         lines.append("blind metrics: " + ", ".join(report.blind))
+    if report.null is not None:
+        lines += ["", *null_lines(report)]
     if report.at_worst:
         lines.append("at their worst already (the memory fails them entirely; the gate's "
                      "sensitivity shows once it scores above that): " + ", ".join(report.at_worst))
     return "\n".join(visible(line) for line in lines)
+
+
+def null_lines(report: SelftestReport) -> list[str]:
+    """The null comparisons in words: the false-alarm rate next to alpha, then the power."""
+    null = report.null
+    assert null is not None
+    low, high = null.interval
+    verdict = "within alpha" if null.ok else "ABOVE alpha beyond its sampling error"
+    lines = [f"null comparisons (A/A, resampled from the unmutated run's per-item rates, seed "
+             f"{null.seed}): {null.false_alarms}/{null.comparisons} false alarms, rate "
+             f"{null.rate:.3f} (Wilson 95% [{low:.3f}, {high:.3f}]) vs alpha {null.alpha:g}: "
+             f"{verdict}"]
+    if null.power:
+        width = max(len(name) for name in null.power)
+        lines.append(f"{'power against':<{width}}  flagged in {null.comparisons} resampled "
+                     "comparisons")
+        lines += [f"{name:<{width}}  {rate:.0%}" for name, rate in null.power.items()]
+    return lines
 
 
 def read_report(path: Path) -> SelftestReport:

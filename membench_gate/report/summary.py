@@ -10,10 +10,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from membench_gate.errors import visible
+from membench_gate.model import cells as cell_names
 from membench_gate.model.canonical import round4
 from membench_gate.model.metrics import gate_kind
 from membench_gate.model.results import Results
-from membench_gate.model.verdict import Verdict
+from membench_gate.model.verdict import StochasticCell, Verdict
 from membench_gate.report import findings
 
 
@@ -27,7 +28,7 @@ def metric_text(value: float | None) -> str:
 def _cell_line(name: str, results: Results) -> str:
     cell = results.cells[name]
     passed = cell.gold_total - len(cell.failed)
-    if name.partition("/")[2].startswith("control"):
+    if cell_names.parse(name).condition.startswith("control"):
         # A control's one gold item is "the control fails": say that, not "1/1 passed".
         state = "fails as designed" if not cell.failed else \
             "does NOT fail: the suite cannot tell a broken memory from a working one"
@@ -59,6 +60,15 @@ _MODE = {"same-hash": "same fixtures and options as the base: items compared one
 _BLESSED_CORPUS = "fixtures or suite options changed since the base: blessed in the committed " \
     "baseline"
 
+def stochastic_words(tested: StochasticCell) -> str:
+    """``127/145 → 112/145 passes, p 0.0452 (Holm): a significant drop``."""
+    adjusted = "< 0.0001" if tested.adjusted_p < 0.0001 else f"{tested.adjusted_p:.4f}"
+    words = "a significant drop" if tested.significant else "within the noise" \
+        if tested.head_rate < tested.base_rate else "not lower"
+    return (f"{tested.base_passes}/{tested.base_trials} → {tested.head_passes}/"
+            f"{tested.head_trials} passes, p {adjusted} (Holm): {words}")
+
+
 def verdict_summary(verdict: Verdict, results: Results, base: object = None,
                     results_path: str | None = None) -> str:
     """The concise terminal report of ``check``: the same order as the scoreboard — verdict,
@@ -80,6 +90,10 @@ def verdict_summary(verdict: Verdict, results: Results, base: object = None,
              f"  next step: {step.words}"]
     lines += [f"    {command}" for command in step.commands]
     lines.append(f"  {where}" + (f"; {mode}" if mode and compared else ""))
+    if verdict.stochastic and compared:
+        lines.append(f"  stochastic cells, compared by their pooled counts (one-sided exact test, "
+                     f"Holm-corrected, alpha {verdict.stochastic[0].alpha:g}), not item by item:")
+        lines += [f"    {t.cell}: {stochastic_words(t)}" for t in verdict.stochastic]
     if verdict.allowed_regression:
         lines.append(f"  regression allowed locally: {verdict.allowed_regression}")
     if ranked:

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from membench_gate.config import Config, parse_suite_options
 from membench_gate.defaults import BUILTIN
 from membench_gate.errors import GateError
+from membench_gate.model import cells as cell_names
 from membench_gate.model import metrics
 
 if TYPE_CHECKING:
@@ -46,11 +47,14 @@ class BaseSuites(NamedTuple):
     cells: tuple[str, ...]
 
     def measure(self, progress: Progress | None = None) -> dict[str, Cell]:
-        """Run the suites on this pull request's memory; their invariant cells."""
+        """Run the suites on this pull request's memory; their invariant cells (in each seam of
+        this run: a seam the base did not have is measured too)."""
         from membench_gate.run.runner import run
 
         results = run(self.config, progress, preloaded=self.preloaded)
-        return {cell: results.cells[cell] for cell in self.cells if cell in results.cells}
+        wanted = {cell_names.local(cell) for cell in self.cells}
+        return {cell: measured for cell, measured in results.cells.items()
+                if cell_names.local(cell) in wanted}
 
 
 class Measured(NamedTuple):
@@ -77,7 +81,9 @@ def measured_in(baseline: Baseline) -> dict[str, Measured]:
     for name, table in suites.items():
         digests: dict[str, str] = {}
         for cell, items in baseline.digests.items():
-            if cell.partition("/")[0] == name and cell not in metrics.DERIVED_CELLS:
+            # (every seam measures the same items: their digests are the same)
+            if cell_names.suite_of(cell) == name \
+                    and cell_names.local(cell) not in metrics.DERIVED_CELLS:
                 digests.update(items)
         out[name] = Measured(table, holdout, digests, baseline.corpus.get(name, {}))
     return out
@@ -99,7 +105,7 @@ def prepare(config: Config, base: BaseSide, head_hash: str,
         return None
     cells = invariant_cells(baseline.cells)
     at_base = measured_in(baseline)
-    names = sorted(name for name in {cell.partition("/")[0] for cell in cells} & set(at_base)
+    names = sorted(name for name in {cell_names.suite_of(cell) for cell in cells} & set(at_base)
                    if head.get(name) != at_base[name])
     if not names:
         return None
@@ -117,7 +123,7 @@ def prepare(config: Config, base: BaseSide, head_hash: str,
     base_config = config._replace(suites=suites, include_holdout=include_holdout)
     digest = hash_of(base_config, {name: fx.files for name, fx in loaded.items()})
     return BaseSuites(base_config, (digest, loaded),
-                      tuple(c for c in cells if c.partition("/")[0] in suites))
+                      tuple(c for c in cells if cell_names.suite_of(c) in suites))
 
 
 def _base_fixtures(config: Config, base: BaseSide, suites: dict[str, SuiteOptions],

@@ -20,9 +20,11 @@ from membench_gate import __version__
 from membench_gate.errors import GateError
 from membench_gate.files import read_file
 from membench_gate.model.canonical import canonical_dumps, normalize
+from membench_gate.model.cells import scope_parts
 from membench_gate.model.results import Cell, Receipt, Results, parse_results
-from membench_gate.run.rederive import check_cells, records_by_suite, rederive, score
+from membench_gate.run.rederive import check_cells, records_by_suite, rederive, score_scope
 from membench_gate.run.shard import Shard, parse_shard
+from membench_gate.suites.common.repeats import as_cell
 from membench_gate.suites.common.suite import Records
 
 if TYPE_CHECKING:
@@ -75,15 +77,18 @@ def _check_same(parts: Sequence[tuple[str, Results, Shard]]) -> None:
 
 
 def _records(label: str, results: Results, shard: Shard) -> dict[str, Records]:
-    """The part's item records by suite (derived cells left out), each checked to be the shard's."""
-    by_suite = records_by_suite(label, results)
-    for suite, cells in by_suite.items():
+    """The part's item records by scope (derived cells left out), each checked to be the
+    shard's (an item's shard is its suite's and id's, whatever the seam)."""
+    by_scope = records_by_suite(label, results)
+    for scope, cells in by_scope.items():
+        seam, suite = scope_parts(scope)
         for cell, items in cells.items():
             for ident in items:
                 if not shard.holds(suite, ident):
-                    raise GateError(f"{label}: items.{cell}: item {ident!r} is not in shard "
+                    where = f"{seam}/{cell}" if seam else cell
+                    raise GateError(f"{label}: items.{where}: item {ident!r} is not in shard "
                                     f"{shard}")
-    return by_suite
+    return by_scope
 
 
 def merge(parts: Sequence[tuple[str, Results]]) -> Results:
@@ -99,18 +104,18 @@ def merge(parts: Sequence[tuple[str, Results]]) -> Results:
     for label, results, shard in sharded:
         part_records = _records(label, results, shard)
         check_cells(label, results, part_records)  # no edited or foreign parts
-        for suite, cells in part_records.items():
+        for scope, cells in part_records.items():
             for cell, items in cells.items():
                 # Disjoint: each part holds only its own shard's items, and no shard comes twice.
-                records.setdefault(suite, {}).setdefault(cell, {}).update(items)
+                records.setdefault(scope, {}).setdefault(cell, {}).update(items)
         for cell, cell_digests in results.digests.items():
             digests.setdefault(cell, {}).update(cell_digests)
     cells: dict[str, Cell] = {}
     items: dict[str, dict[str, dict[str, Any]]] = {}
-    for suite in sorted(records):
-        run = score(suite, records[suite], first.config["suites"][suite], "merge")
+    for scope in sorted(records):
+        run = score_scope(scope, records[scope], first.config, "merge")
         for name, cell in run.cells.items():
-            cells[name] = Cell(metrics=cell.metrics, gold_total=cell.gold_total, failed=cell.failed)
+            cells[name] = as_cell(cell)
         items.update(run.items)
     return first.model_copy(update={
         "cells": cells,

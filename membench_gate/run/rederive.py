@@ -25,9 +25,11 @@ from typing import TYPE_CHECKING, Any
 
 from membench_gate.config import parse_suite_options
 from membench_gate.errors import GateError
+from membench_gate.model import cells as cell_names
 from membench_gate.model.canonical import normalize, round4
 from membench_gate.model.results import Cell, Results
 from membench_gate.suites import NAMES, get
+from membench_gate.suites.common.repeats import pool, split
 from membench_gate.suites.common.suite import CellResult, Records, SuiteRun
 
 if TYPE_CHECKING:
@@ -41,8 +43,16 @@ _EDITED = "an edited file, or one from another scorer"
 
 
 def suite_of(label: str, cell: str, config: dict[str, Any]) -> str:
-    """The suite of ``cell``, which the file's recorded ``config`` must enable."""
-    suite = cell.split("/", 1)[0]
+    """The suite of ``cell``, which the file's recorded ``config`` must enable, in a seam its
+    ``adapters`` name (a two-part name when it records one ``adapter``)."""
+    seam, suite, _ = cell_names.parse(cell)
+    seams = config.get("adapters")
+    if seam and not (isinstance(seams, dict) and seam in seams):
+        raise GateError(f"{label}: cells.{cell}: seam {seam!r} is not one of the file's config's "
+                        "adapters")
+    if not seam and seams is not None:
+        raise GateError(f"{label}: cells.{cell}: the file's config has seams (adapters), so a "
+                        "cell's name starts with its seam")
     if suite not in config.get("suites", {}) or suite not in NAMES:
         raise GateError(f"{label}: cells.{cell}: suite {suite!r} is not enabled in the file's "
                         "config")
@@ -53,34 +63,52 @@ def score(suite: str, records: Records, recorded: Any, label: str) -> SuiteRun:
     """The suite's cells from ``records``, under the options the file's config ``recorded``."""
     options = parse_suite_options(suite, recorded, f"{label}: config")
     try:
-        return get(suite).score(records, options)
+        if options.repeats is None:
+            return get(suite).score(records, options)
+        # One pass at a time, pooled as the run pooled them.
+        return pool([get(suite).score(one, options) for one in split(records, options.repeats)])
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise GateError(f"{label}: suite {suite}: the item records lack what the suite scores "
                         f"from ({type(exc).__name__}: {exc})") from exc
 
 
 def records_by_suite(label: str, results: Results) -> dict[str, Records]:
-    """The file's item records by suite; the cells a suite derives from others' records (the
-    abstention controls) are left out, as ``score`` recomputes them."""
-    by_suite: dict[str, Records] = {}
+    """The file's item records by scope (``suite``, or ``seam/suite`` with seams), each under
+    its cell's name within the seam (``suite/condition``, what the suite's ``score`` reads); the
+    cells a suite derives from others' records (the abstention controls) are left out, as
+    ``score`` recomputes them."""
+    by_scope: dict[str, Records] = {}
     for cell in results.cells:
         suite_of(label, cell, results.config)
     for cell, items in results.items.items():
         suite = suite_of(label, cell, results.config)
-        if cell not in get(suite).derived:
-            by_suite.setdefault(suite, {})[cell] = items
-    return by_suite
+        name = cell_names.parse(cell)
+        if name.local not in get(suite).derived:
+            by_scope.setdefault(name.scope, {})[name.local] = items
+    return by_scope
+
+
+def score_scope(scope: str, records: Records, config: dict[str, Any], label: str
+                ) -> SuiteRun:
+    """A scope's cells and item records from ``records``, named as the file names them (within
+    the scope's seam)."""
+    seam, suite = cell_names.scope_parts(scope)
+    run = score(suite, records, config["suites"][suite], label)
+    if not seam:
+        return run
+    return SuiteRun(
+        cells={cell_names.join(seam, cell): result for cell, result in run.cells.items()},
+        items={cell_names.join(seam, cell): items for cell, items in run.items.items()})
 
 
 def check_cells(label: str, results: Results, records: dict[str, Records] | None = None) -> None:
     """Every cell of ``results`` as its suite's ``score`` computes it from the item records
-    (``records``, by suite; the file's own by default)."""
+    (``records``, by scope; the file's own by default)."""
     if records is None:
         records = records_by_suite(label, results)
     recomputed: dict[str, CellResult] = {}
-    for suite, suite_records in records.items():
-        recomputed.update(score(suite, suite_records, results.config["suites"][suite],
-                                label).cells)
+    for scope, scope_records in records.items():
+        recomputed.update(score_scope(scope, scope_records, results.config, label).cells)
     for name in sorted({*results.cells, *recomputed}):
         what = _cell_difference(results.cells.get(name), recomputed.get(name))
         if what:
@@ -102,6 +130,8 @@ def _cell_difference(stated: Cell | None, computed: CellResult | None) -> str | 
         if unlisted:
             return f"failed leaves out {unlisted[0]!r}, which fails"
         return f"failed lists {sorted(set(stated.failed) - failing)[0]!r}, which passes"
+    if (stated.repeats, stated.passes) != (computed.repeats, computed.passes):
+        return f"repeats {stated.repeats} and its passes, they give {computed.repeats} and theirs"
     for metric in sorted({*stated.metrics, *computed.metrics}):
         mine, theirs = stated.metrics.get(metric), computed.metrics.get(metric)
         if mine is None or theirs is None or round4(mine) != round4(theirs):
@@ -118,6 +148,37 @@ def rederive(label: str, results: Results, config: Config | None,
     if config is None:
         check_cells(label, results)
         return
+    seams = [seam for seam, _ in config.by_seam()]
+    for field in ("cells", "items", "digests"):
+        for cell in getattr(results, field):
+            if cell_names.seam_of(cell) not in seams:
+                raise GateError(f"{label}: {field}.{cell}: not a cell of {config.path.name}'s "
+                                f"{'seams' if config.seams else 'adapter'}")
+    if not config.seams:
+        _rederive_one(label, results, config, shard)
+        return
+    check_cells(label, results)  # (here, where a cell is named as the file names it)
+    for seam in seams:
+        _rederive_one(f"{label}: seam {seam}", _seam_view(results, seam), config, shard,
+                      cells_checked=True)
+
+
+def _seam_view(results: Results, seam: str) -> Results:
+    """The file's cells, items and digests of ``seam``, named within it, as if one adapter had
+    been run: what the one-adapter checks read."""
+    def within(table: dict[str, Any]) -> dict[str, Any]:
+        return {cell_names.local(cell): value for cell, value in table.items()
+                if cell_names.seam_of(cell) == seam}
+
+    return results.model_copy(update={
+        "config": {key: value for key, value in results.config.items() if key != "adapters"},
+        "cells": within(results.cells), "items": within(results.items),
+        "digests": within(results.digests)})
+
+
+def _rederive_one(label: str, results: Results, config: Config, shard: Shard | None,
+                  cells_checked: bool = False) -> None:
+    """:func:`rederive` of one adapter's cells (two-part names)."""
     replayed: dict[str, tuple[SuiteFixtures, SuiteRun]] = {}
     # A live suite the run skipped (no key, no cached answer) has no items to replay: its cells
     # are absent, which the gate compares as absent.
@@ -135,7 +196,8 @@ def rederive(label: str, results: Results, config: Config | None,
         replayed[name] = _replay_suite(label, name, options, config, results, shard)
     for name, (_, run) in replayed.items():
         _same_ids(label, name, run, results)
-    check_cells(label, results)
+    if not cells_checked:
+        check_cells(label, results)
     for name, (fixtures, run) in replayed.items():
         _same_items(label, run, results)
         _same_digests(label, name, fixtures, run, results)
@@ -149,13 +211,29 @@ def _replay_suite(label: str, name: str, options: SuiteOptions, config: Config,
 
     fixtures = load_suite(name, options.fixtures, config.base_dir, config.include_holdout)
     scored = shard.restrict(name, fixtures) if shard else fixtures
-    session = _Replay(label, name, results.items, set(scored.digests))
     try:
-        return fixtures, get(name).run(scored, session, options, None)
+        if options.repeats is None:
+            session = _Replay(label, name, results.items, set(scored.digests))
+            return fixtures, get(name).run(scored, session, options, None)
+        passes = []
+        for number, items in enumerate(_passes_of(label, name, results, options.repeats)):
+            session = _Replay(label, name, items, set(scored.digests))
+            session.repeat = number
+            passes.append(get(name).run(scored, session, options, None))
+        return fixtures, pool(passes)
     except _Unreadable:
         raise
     except GateError as exc:  # (a suite's own check of an answer, such as a hit without text)
         raise GateError(f"{label}: the recorded answers of suite {name}: {exc}") from exc
+
+
+def _passes_of(label: str, suite: str, results: Results, repeats: int) -> list[Records]:
+    """The suite's pooled item records of ``results`` as the records of each pass."""
+    try:
+        return split({cell: records for cell, records in results.items.items()
+                      if cell.split("/", 1)[0] == suite}, repeats)
+    except ValueError as exc:
+        raise _Unreadable(f"{label}: {exc}") from exc
 
 
 _CAPABLE = SimpleNamespace(push=True, write=True)
@@ -176,6 +254,7 @@ class _Replay:
     """
 
     capabilities = _CAPABLE
+    repeat = 0  # the pass replayed, as the runner sets it (a live suite keys its calls by it)
 
     def __init__(self, label: str, suite: str, items: dict[str, Records], scored: set[str]
                  ) -> None:

@@ -11,16 +11,19 @@ from typing import TYPE_CHECKING, Any, TextIO
 from membench_gate import __version__
 from membench_gate.config import Config
 from membench_gate.errors import GateError
+from membench_gate.model.cells import join
 from membench_gate.model.measurement import digest
 from membench_gate.model.results import SCHEMA_VERSION, Cell, Results
 from membench_gate.run.measure import hash_of
 from membench_gate.run.shard import Shard
 from membench_gate.suites import get
 from membench_gate.suites.common.fixtures import SuiteFixtures, load_suite
-from membench_gate.suites.common.suite import Progress
+from membench_gate.suites.common.repeats import as_cell, pool
+from membench_gate.suites.common.suite import Progress, Suite, SuiteRun
 
 if TYPE_CHECKING:  # a check of a results file loads fixtures, never an adapter
     from membench_gate.adapter import rpc
+    from membench_gate.suites.common.options import SuiteOptions
 
 
 def _receipt_sha(config: Config) -> str | None:
@@ -127,11 +130,29 @@ def _live_client(config: Config, loaded: dict[str, SuiteFixtures], shard: Shard 
     return llm
 
 
+def _passes(suite: Suite, fixtures: SuiteFixtures, session: Any, options: SuiteOptions,
+            progress: Progress | None) -> SuiteRun:
+    """One pass of the suite, or with ``repeats = R`` R passes pooled; before pass r the
+    session's ``repeat`` is r (a live suite keys its LLM calls by it, so passes are distinct
+    calls and a replay is exact)."""
+    if options.repeats is None:
+        return suite.run(fixtures, session, options, progress)
+    passes = []
+    for number in range(options.repeats):
+        session.repeat = number
+        inner = getattr(session, "inner", None)  # a selftest mutant: the adapter's own session
+        if inner is not None:
+            inner.repeat = number
+        passes.append(suite.run(fixtures, session, options, progress))
+    return pool(passes)
+
+
 def run(config: Config, progress: Progress | None = None,
         wrap: Callable[[rpc.SuiteSession], Any] | None = None,
         shard: Shard | None = None,
         preloaded: tuple[str, dict[str, SuiteFixtures]] | None = None) -> Results:
-    """Run every enabled suite of ``config`` against its adapter, in the adapter's own process.
+    """Run every enabled suite of ``config`` against its adapter, in the adapter's own process
+    (with seams, against each seam's adapter in turn, its cells named ``<seam>/<cell>``).
 
     ``wrap`` puts an object with the session's methods between each suite and the adapter (the
     selftest's mutants). With ``shard``, only that shard's items are scored (the corpus is still
@@ -141,43 +162,25 @@ def run(config: Config, progress: Progress | None = None,
     started = datetime.now(timezone.utc)
     clock = time.perf_counter()
     digest, loaded = preloaded or load_fixtures(config)
-    llm = _live_client(config, loaded, shard)  # the budget is checked before the adapter starts
-    process = (handshake := config.launch()).process
-    try:
-        client = handshake.finish()
-        for name in loaded:  # what a suite needs of the adapter, before any suite runs
-            check_adapter = get(name).check_adapter
-            if check_adapter is not None:
-                check_adapter(client.capabilities)
-        cells: dict[str, Cell] = {}
-        items: dict[str, dict[str, dict[str, Any]]] = {}
-        digests: dict[str, dict[str, str]] = {}
-        for name, fixtures in loaded.items():
-            session: Any = client.session(name)
-            if wrap is not None:
-                session = wrap(session)
-            scored = shard.restrict(name, fixtures) if shard else fixtures
-            if get(name).live:
-                from membench_gate.run.live import LiveSession, LiveSkipped
+    for name, options in config.suites.items():
+        if options.repeats is not None:
+            from membench_gate.gate.stochastic import require
 
-                try:
-                    outcome = get(name).run(scored, LiveSession(session, llm), config.suites[name],
-                                            progress)
-                except LiveSkipped as skip:
-                    # Its cells are left out: against a base that has them, that is a breach.
-                    llm.skipped[name] = str(skip)
-                    sys.stderr.write(f"{name}: skipped, {skip} (docs/live.md)\n")
-                    continue
-            else:
-                outcome = get(name).run(scored, session, config.suites[name], progress)
-            for cell_name, cell in outcome.cells.items():
-                cells[cell_name] = Cell(metrics=cell.metrics, gold_total=cell.gold_total,
-                                        failed=cell.failed)
-                digests[cell_name] = cell_digests(fixtures, outcome.items[cell_name])
-            items.update(outcome.items)
-        process.shutdown()
-    finally:
-        process.kill()
+            require(f"{config.path.name}: [suites.{name}] repeats")
+    llm = _live_client(config, loaded, shard)  # the budget is checked before the adapter starts
+    cells: dict[str, Cell] = {}
+    items: dict[str, dict[str, dict[str, Any]]] = {}
+    digests: dict[str, dict[str, str]] = {}
+    names: list[str] = []
+    for seam, adapter in config.by_seam():
+        try:
+            name = _run_adapter(adapter, loaded, seam, progress, wrap, shard, llm,
+                                (cells, items, digests))
+        except GateError as exc:
+            if seam:  # the same error (its kind, exit code and detail), saying whose it is
+                exc.args = (f"seam {seam}: {exc}",)
+            raise
+        names.append(f"{seam}: {name}" if seam else name)
     return Results(
         schema_version=SCHEMA_VERSION,
         fixtures_hash=digest,
@@ -190,9 +193,61 @@ def run(config: Config, progress: Progress | None = None,
             "git_sha": _receipt_sha(config),
             "started_at": started.isoformat(timespec="seconds"),
             "duration_s": time.perf_counter() - clock,
-            "adapter": client.name,
+            "adapter": ", ".join(names),
             "shard": str(shard) if shard else None,
             **({"live": llm.receipt()} if llm is not None else {}),
         },
         items=items,
     )
+
+
+def _run_adapter(config: Config, loaded: dict[str, SuiteFixtures], seam: str,
+                 progress: Progress | None, wrap: Callable[[rpc.SuiteSession], Any] | None,
+                 shard: Shard | None, llm: Any,
+                 into: tuple[dict[str, Cell], dict[str, Any], dict[str, dict[str, str]]]) -> str:
+    """Every suite of ``loaded`` against ``config``'s one adapter, its cells and items put
+    ``into`` (cells, items, digests) under ``seam``; the adapter's name."""
+    cells, items, digests = into
+    process = (handshake := config.launch()).process
+    try:
+        client = handshake.finish()
+        for name in loaded:  # what a suite needs of the adapter, before any suite runs
+            check_adapter = get(name).check_adapter
+            if check_adapter is not None:
+                check_adapter(client.capabilities)
+        for name, fixtures in loaded.items():
+            session: Any = client.session(name)
+            if wrap is not None:
+                session = wrap(session)
+            scored = shard.restrict(name, fixtures) if shard else fixtures
+            if get(name).live:
+                from membench_gate.run.live import LiveSession, LiveSkipped
+
+                try:
+                    outcome = _passes(get(name), scored, LiveSession(session, llm),
+                                      config.suites[name], _in_seam(progress, seam))
+                except LiveSkipped as skip:
+                    # Its cells are left out: against a base that has them, that is a breach.
+                    llm.skipped[name] = str(skip)
+                    sys.stderr.write(f"{join(seam, name)}: skipped, {skip} (docs/live.md)\n")
+                    continue
+            else:
+                outcome = _passes(get(name), scored, session, config.suites[name],
+                                  _in_seam(progress, seam))
+            for cell_name, cell in outcome.cells.items():
+                named = join(seam, cell_name)
+                cells[named] = as_cell(cell)
+                digests[named] = cell_digests(fixtures, outcome.items[cell_name])
+            items.update({join(seam, cell_name): records
+                          for cell_name, records in outcome.items.items()})
+        process.shutdown()
+    finally:
+        process.kill()
+    return client.name
+
+
+def _in_seam(progress: Progress | None, seam: str) -> Progress | None:
+    """Progress lines that name the seam (``seam/suite: …``)."""
+    if progress is None or not seam:
+        return progress
+    return lambda suite, done, total: progress(join(seam, suite), done, total)

@@ -96,10 +96,13 @@ class WrongIds(Mutant):
     def mutate_answer(self, answer: Answer, query: Query) -> Answer:
         returned = {h.id for h in answer.hits}
         others = [i for i in self.known(query.source) if i not in returned]
-        if not others:  # nothing else to answer with (or the writeback suite): unchanged
+        if not others:  # nothing else to answer with (or a writeback session): unchanged
             return answer
-        return Answer([Hit(i, h.score) for i, h in zip(others, answer.hits, strict=False)],
-                      answer.abstain)
+        # Each wrong hit with its record's text and entity, as a memory returns what it stores
+        # (the writeback suite reads the text of every hit, and a continuity pair seeds pages).
+        records = {r.id: r for r in self.records}
+        return Answer([Hit(i, h.score, text=records[i].text, entity=records[i].entity)
+                       for i, h in zip(others, answer.hits, strict=False)], answer.abstain)
 
 
 class NeverAbstain(Mutant):

@@ -7,6 +7,11 @@ baseline): a metric is *covered* when at least one mutant breaches it — a gate
 adversely or went missing, a zero-gated one rose above 0. A metric no mutant can breach is *blind*:
 the gate would wave through any regression of it. Exit 0 when every gated and zero-gated metric of
 every enabled cell is covered, 1 otherwise (the blind metrics are named), 4 on an error.
+
+A stochastic cell (a suite with repeats) is gated as a whole by the statistical test, so a
+``stochastic-regression`` of the cell covers each of its gated metrics; such a config also gets
+null comparisons (:mod:`membench_gate.selftest.null`), and a false-alarm rate above alpha beyond
+its sampling error fails the selftest too.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from collections.abc import Sequence
 
 from membench_gate.budget import OutOfTime
 from membench_gate.config import Config
+from membench_gate.defaults import DEFAULT_ALPHA
 from membench_gate.errors import GateError
 from membench_gate.gate.rules import decide
 from membench_gate.model import metrics
@@ -23,8 +29,10 @@ from membench_gate.model.results import Baseline
 from membench_gate.model.selftest import MutantResult, SelftestReport
 from membench_gate.run.runner import run
 from membench_gate.selftest.mutants import MUTANTS, Mutant
+from membench_gate.selftest.null import null_comparisons
 
 _BREACHING = ("metric", "metric-missing", "zero")
+_WHOLE_CELL = "stochastic-regression"  # covers every gated metric of its cell
 
 
 def targets(baseline: Baseline) -> dict[str, str]:
@@ -34,19 +42,26 @@ def targets(baseline: Baseline) -> dict[str, str]:
             if (kind := metrics.gate_kind(cell, name)) in ("gated", "zero")}
 
 
-def _breached(base: Baseline, actual: Baseline) -> set[str]:
-    verdict = decide(base, base, actual)
-    return {b.key for b in verdict.breaches if b.kind in _BREACHING}
+def _breached(base: Baseline, actual: Baseline, alpha: float) -> set[str]:
+    verdict = decide(base, base, actual, alpha=alpha)
+    found = {b.key for b in verdict.breaches if b.kind in _BREACHING}
+    for breach in verdict.breaches:
+        if breach.kind == _WHOLE_CELL and breach.key in base.cells:
+            found |= {f"{breach.key}:{name}" for name in base.cells[breach.key].metrics
+                      if metrics.gate_kind(breach.key, name) == "gated"}
+    return found
 
 
 def selftest(config: Config, mutants: Sequence[type[Mutant]] = MUTANTS,
-             log: bool = True) -> SelftestReport:
-    """Run the unmutated suites and every mutant; judge each mutated run with the gate."""
+             log: bool = True, alpha: float = DEFAULT_ALPHA) -> SelftestReport:
+    """Run the unmutated suites and every mutant; judge each mutated run with the gate (at
+    ``alpha``, the config's, for stochastic cells)."""
     base = run(config).to_baseline()
     wanted = targets(base)
     # A zero-gated metric the unmutated run already breaks proves nothing when a mutant does too.
-    already = sorted(_breached(base, base) & set(wanted))
+    already = sorted(_breached(base, base, alpha) & set(wanted))
     results: dict[str, MutantResult] = {}
+    runs: dict[str, Baseline] = {}
     for number, mutant in enumerate(mutants, 1):
         if log:
             print(f"selftest: mutant {number}/{len(mutants)} {mutant.name}", file=sys.stderr,
@@ -58,7 +73,8 @@ def selftest(config: Config, mutants: Sequence[type[Mutant]] = MUTANTS,
         except GateError as exc:
             results[mutant.name] = MutantResult(description=mutant.description, error=str(exc))
             continue
-        hit = sorted((_breached(base, actual) & set(wanted)) - set(already))
+        runs[mutant.name] = actual
+        hit = sorted((_breached(base, actual, alpha) & set(wanted)) - set(already))
         results[mutant.name] = MutantResult(description=mutant.description, breached=hit)
     by_metric = {key: [name for name, r in results.items() if key in r.breached]
                  for key in wanted}
@@ -66,7 +82,8 @@ def selftest(config: Config, mutants: Sequence[type[Mutant]] = MUTANTS,
     worst = [key for key in blind if metrics.at_worst(*_metric_value(base, key))]
     return SelftestReport(covered=len(wanted) - len(blind), total=len(wanted), blind=blind,
                           at_worst=worst, metrics=by_metric, kinds=wanted,
-                          unmutated_breaches=already, mutants=results)
+                          unmutated_breaches=already, mutants=results,
+                          null=null_comparisons(base, runs, alpha))
 
 
 def _metric_value(baseline: Baseline, key: str) -> tuple[str, float]:

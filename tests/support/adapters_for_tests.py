@@ -14,11 +14,14 @@ as a user's memory system does (``adapter.python = "adapters_for_tests:Oracle"``
 - :class:`Verbatim` writes every turn word for word, about its speaker, with its provenance: the
   memory that keeps everything, hypotheticals and retracted claims included.
 - :class:`TextlessWriter` writes like the reference memory but returns hits without ``text``.
+- :class:`Flaky` is the reference memory, except that each search forgets everything with
+  probability ``1 - keep`` (random per call, seeded): a stochastic memory, for the repeats.
 """
 
 from __future__ import annotations
 
 import json
+import random
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -202,3 +205,16 @@ class LeakyPush(ReferenceMemory):
     def push(self, query: Query) -> list[str]:
         foreign = [r.id for r in self._records if r.source != query.source][:1]
         return [*super().push(query)[:max(query.k - 1, 0)], *foreign]
+
+
+class Flaky(ReferenceMemory):
+    """The reference memory whose every search comes back empty with probability ``1 - keep``:
+    random per call from ``seed`` (the suites call in a fixed order, so a run is reproducible)."""
+
+    def __init__(self, keep: float = 0.9, seed: int = 0, **options: Any) -> None:
+        super().__init__(**options)
+        self.keep, self.random = keep, random.Random(seed)
+
+    def search(self, query: Query) -> Answer:
+        answer = super().search(query)
+        return answer if self.random.random() < self.keep else Answer(hits=[], abstain=False)

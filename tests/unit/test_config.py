@@ -115,10 +115,37 @@ def test_suite_record_is_the_suite_models_dump() -> None:
     for config in (defaults, given):
         for name in SUITE_NAMES:
             record = config.suite_record(name)
-            assert record == config.suites[name].model_dump()
-            assert [type(v) for v in record.values()] == \
-                [type(v) for v in config.suites[name].model_dump().values()]
+            # ``repeats`` unset is not recorded: a deterministic suite's files stay as they were.
+            dumped = config.suites[name].model_dump(exclude={"repeats"})
+            assert record == dumped
+            assert [type(v) for v in record.values()] == [type(v) for v in dumped.values()]
             for key, value in record.items():
                 if isinstance(value, list):
                     assert value is not getattr(config.suites[name], key)
     assert given.suite_record("abstention")["lambdas"] == [1, 2.5]
+
+
+def test_repeats_is_checked_and_recorded_only_when_set() -> None:
+    from membench_gate.config import parse_config
+
+    with pytest.raises(GateError, match=r"suites.veto.repeats must be an integer from 2 to 1000, "
+                                        r"got 1$"):
+        parse_config("[suites.veto]\nrepeats = 1\n", Path("membench.toml"))
+    plain = parse_config("[suites.veto]\n", Path("membench.toml"))
+    assert "repeats" not in plain.suite_record("veto")  # a deterministic suite records as before
+    repeated = parse_config("[suites.veto]\nrepeats = 5\n", Path("membench.toml"))
+    assert repeated.suite_record("veto")["repeats"] == 5
+
+
+def test_repeats_without_scipy_is_one_line_naming_the_extra(monkeypatch: pytest.MonkeyPatch
+                                                            ) -> None:
+    import importlib.util
+
+    from membench_gate.gate import stochastic
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "scipy" else real(name, *a))
+    with pytest.raises(GateError, match=r'^membench.toml: \[suites.veto\] repeats: repeats need '
+                                        r'scipy .*: pip install "membench-gate\[live\]"$'):
+        stochastic.require("membench.toml: [suites.veto] repeats")

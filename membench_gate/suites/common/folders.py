@@ -34,21 +34,23 @@ def suite_files(suite: str, entries: list[str], base_dir: Path) -> list[list[Fix
 
 def suite_paths(suite: str, entries: list[str], base_dir: Path) -> list[list[tuple[Path, str]]]:
     """The files of each of a suite's fixture folders with their labels, in the order the suite
-    reads them: named JSON files, then every ``*.json`` of its subfolder in name order."""
+    reads them: named JSON files, then every ``*.json`` of its subfolders in name order."""
     declared = get(suite)
-    names, subfolder = declared.files, declared.subfolder
+    names = declared.files
+    subfolders = (*((declared.subfolder,) if declared.subfolder else ()), *declared.subfolders)
     folders = []
     for entry in entries:
         folder, label = _folder(entry, suite, base_dir)
         if not folder.is_dir():
             raise GateError(f"suites.{suite}.fixtures: folder {entry!r} not found ({label})")
         paths = [(folder / name, f"{label}/{name}") for name in names]
-        if subfolder is not None:
-            directory = folder / subfolder
-            if not directory.is_dir():
-                raise GateError(f"{label}/{subfolder}: folder not found")
-            paths += [(path, f"{label}/{subfolder}/{path.name}")
-                      for path in sorted(directory.glob("*.json"))]
+        present = [name for name in subfolders if (folder / name).is_dir()]
+        if subfolders and not present:
+            either = " or ".join(f"{label}/{name}" for name in subfolders)
+            raise GateError(f"{either}: folder not found")
+        for name in present:
+            paths += [(path, f"{label}/{name}/{path.name}")
+                      for path in sorted((folder / name).glob("*.json"))]
         folders.append(paths)
     return folders
 

@@ -31,6 +31,7 @@ class Table(BaseModel):
 # (for a table of values, such as [floors], it says what each value must be).
 Count = Annotated[int, Field(ge=1, le=1000, description="an integer from 1 to 1000")]
 Name = Annotated[str, Field(min_length=1)]
+Repeats = Annotated[int, Field(ge=2, le=1000)]
 
 
 class SuiteOptions(Table):
@@ -40,3 +41,7 @@ class SuiteOptions(Table):
     fixtures: Annotated[list[Name], Field(min_length=1,
                                           description="a non-empty list of folder names")] = \
         ["builtin"]
+    # Passes of the whole suite (docs/gate.md, "Stochastic cells"): when set, its cells are
+    # compared by a statistical test of the pooled counts. Unset, it is not recorded at all, so a
+    # deterministic suite's files and hash read as they did before the option existed.
+    repeats: Repeats | None = Field(default=None, description="an integer from 2 to 1000")

@@ -24,6 +24,8 @@ class CellResult:
     metrics: dict[str, float]
     gold_total: int
     failed: list[str]
+    repeats: int | None = None  # a suite with repeats: R, and per item its passes out of R
+    passes: dict[str, int] | None = None
 
 
 @dataclass
@@ -85,9 +87,12 @@ class Suite(NamedTuple):
     # fixtures hash.
     scorer_version: int
     # The files it reads from one fixture folder: these JSON files, in this order, then every
-    # ``*.json`` of ``subfolder`` (one conversation or session each) in name order.
+    # ``*.json`` of ``subfolder`` (one conversation or session each) in name order, then those of
+    # each of ``subfolders`` (more kinds of documents, such as continuity pairs). With
+    # ``subfolders``, a folder needs any one of them all, not each.
     files: tuple[str, ...] = ()
     subfolder: str | None = None
+    subfolders: tuple[str, ...] = ()
     # An answer asked again for a derived cell (cell -> the key of the item record holding it),
     # so a results file re-derives that cell's judgement.
     answers: Mapping[str, str] = MappingProxyType({})

@@ -4,13 +4,17 @@ For each session the store is reset and the whole conversation handed to ``write
 suite then reads back what was written, through ``search`` alone (docs/suites.md, "writeback"):
 
 - ``writeback/fidelity``: per gold fact, ``search(Query(" ".join(keywords), k, source))``. The fact
-  *survives* when a hit's ``text`` holds every keyword and its ``entity`` is the fact's entity; its
-  provenance is right when the best surviving hit carries ``{source, session, turn}`` of the fact.
-  A fact item passes when it survives with the right provenance. Each *non-fact* (a hypothetical, a
-  quoted claim, a retracted statement) is asked the same way and *leaks* when any hit's text holds
-  all its keywords; a non-fact item passes when it does not leak.
+  *survives* when a hit's ``text`` holds every keyword and its ``entity`` is the fact's entity, and
+  no earlier fact of the session took that hit (each hit id satisfies at most one gold fact); its
+  provenance is right when the hit it took carries ``{source, session, turn}`` of the fact. A fact
+  item passes when it survives with the right provenance. Each *non-fact* (a hypothetical, a quoted
+  claim, a retracted statement) is asked the same way and *leaks* when any hit's text holds all its
+  keywords; a non-fact item passes when it does not leak.
 - ``writeback/continuity``: with no reset after the write (the hop to a later session), each probe
-  asks ``search(Query(question, k, source))`` and passes when a hit's text holds every keyword.
+  asks ``search(Query(question, k, source))`` and passes when a hit's text holds every keyword. A
+  continuity pair seeds its pages, writes its writer session and pushes its reader's user turns,
+  with no reset; each decision passes when an expected page was injected on a reader turn
+  (pointer arm) or a written memory holds every keyword (fact arm).
 
 The suite reads the hits and ignores ``abstain``: it judges what was written, not when the system
 chooses to answer (the abstention suite judges that).
@@ -38,7 +42,8 @@ SUITE = Suite(
     name="writeback",
     package=__name__,
     options=WritebackOptions,
-    scorer_version=2,
+    scorer_version=3,
     subfolder="sessions",
+    subfolders=("pairs",),
     check_adapter=check_adapter,
 )

@@ -22,6 +22,7 @@ import pytest
 from membench_gate.config import parse_suite_options
 from membench_gate.model.canonical import canonical_dumps
 from membench_gate.suites import registry
+from membench_gate.suites.common.fixtures import keyword_in
 from tests.support.cli import assert_error_verdict, run_cli
 from tests.support.gitrepos import bare_origin, clone, commit
 from tests.support.paths import REPO
@@ -201,12 +202,25 @@ def _judged(record: dict[str, Any]) -> None:
     record["judged"] = "correct"
 
 
+def _holding(record: dict[str, Any]) -> list[dict[str, Any]]:
+    """The recorded hits holding every keyword of a writeback item."""
+    return [h for h in record["hits"] if all(keyword_in(k, h["text"]) for k in record["keywords"])]
+
+
 def _fact(record: dict[str, Any]) -> None:
-    record.update(survived=True, provenance_ok=True)
+    # The fact's gold entity said to be the one its hit names (survival is recomputed from the
+    # hits, so an edited "survived" alone would not even move the cell).
+    record["entity"] = _holding(record)[0]["entity"]
 
 
 def _continuity(record: dict[str, Any]) -> None:
-    record["rank"] = 1
+    record["keywords"] = [record["hits"][0]["text"].split()[0]]  # gold a hit holds
+
+
+def _decision(record: dict[str, Any]) -> None:
+    # A continuity decision's keywords said to be a word of what the writer's session left.
+    written = next(h for h in record["hits"] if h["id"] not in record["seeded"])
+    record["keywords"] = [written["text"].split()[-1].strip(".")]
 
 
 def _push(record: dict[str, Any]) -> None:
@@ -220,8 +234,11 @@ EDITS: list[tuple[str, Callable[[dict[str, Any]], bool], Callable[[dict[str, Any
     ("veto/files_known", lambda r: r["rank"] is None, _veto, "rank"),
     ("recall/temporal", lambda r: r["answerable"], _recall, "rank"),
     ("abstention/default", lambda r: True, _judged, "judged"),
-    ("writeback/fidelity", lambda r: r["kind"] == "fact" and not r["survived"], _fact, "survived"),
-    ("writeback/continuity", lambda r: True, _continuity, "rank"),
+    ("writeback/fidelity", lambda r: r["kind"] == "fact" and bool(_holding(r)), _fact, "entity"),
+    ("writeback/continuity", lambda r: r.get("kind") != "decision" and bool(r["hits"]),
+     _continuity, "keywords"),
+    ("writeback/continuity", lambda r: r.get("kind") == "decision"
+     and any(h["id"] not in r["seeded"] for h in r["hits"]), _decision, "keywords"),
     ("push/default", lambda r: r["expect"] == "silent" or not r["injected"], _push, "expect"),
 ]
 

@@ -116,17 +116,35 @@ def all_records(draw: st.DrawFn) -> dict[str, Records]:
             }
     facts = draw(st.lists(ids, max_size=10, unique=True))
     probes_wb = draw(st.lists(ids, max_size=6, unique=True))
+    # A few memories that many facts' searches return: one hit satisfies at most one gold fact
+    # of its session, so a fact's judgement depends on the facts before it, maybe in other shards.
+    memories = [{"id": f"m{n}", "score": 1.0, "text": text, "entity": "ana",
+                 "provenance": {"source": "default", "session": "s", "turn": str(n % 2)}}
+                for n, text in enumerate(["x y", "x", "y z", "x y z"])]
+    hits = st.lists(st.sampled_from(memories), max_size=3, unique_by=lambda m: m["id"])
+    keywords = st.lists(st.sampled_from(["x", "y", "z"]), min_size=1, max_size=2, unique=True)
     writeback: Records = {}
     if facts:
         writeback["writeback/fidelity"] = {
-            f"s.{f}": ({"kind": "fact", "survived": draw(st.booleans()),
-                        "provenance_ok": draw(st.booleans())} if draw(st.booleans())
-                       else {"kind": "non-fact (hearsay)", "leaked": draw(st.booleans())})
-            for f in facts
+            f"s.{f}": ({"kind": "fact", "session": draw(st.sampled_from(["s", "t"])),
+                        "order": order, "keywords": draw(keywords), "entity": "Ana",
+                        "provenance": {"source": "default", "session": "s", "turn": "0"},
+                        "hits": draw(hits)} if draw(st.booleans())
+                       else {"kind": "non-fact (quoted)", "keywords": draw(keywords),
+                             "hits": draw(hits)})
+            for order, f in enumerate(facts)
         }
     if probes_wb:
-        writeback["writeback/continuity"] = {f"s.{p}": {"rank": draw(ranks)}
-                                             for p in probes_wb}
+        writeback["writeback/continuity"] = {
+            f"s.{p}": ({"keywords": draw(keywords), "hits": draw(hits)} if draw(st.booleans())
+                       else {"kind": "decision", "pair": draw(st.sampled_from(["p", "q"])),
+                             "expected": ["a"], "keywords": draw(keywords),
+                             "injected": draw(st.lists(st.sampled_from(pages), max_size=2,
+                                                       unique=True)),
+                             "foreign": draw(st.lists(st.sampled_from(pages), max_size=1)),
+                             "seeded": ["m0"], "hits": draw(hits)})
+            for p in probes_wb
+        }
     if writeback:
         out["writeback"] = writeback
     queries = draw(st.lists(ids, max_size=12, unique=True))

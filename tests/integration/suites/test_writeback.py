@@ -21,6 +21,7 @@ from tests.support.paths import BUILTIN
 pytestmark = pytest.mark.slow
 
 SESSIONS = BUILTIN / "writeback" / "sessions"
+PAIRS = BUILTIN / "writeback" / "pairs"
 
 
 def config(folder: Path, target: str = "membench_gate.reference:ReferenceMemory",
@@ -57,8 +58,13 @@ def test_cells_count_every_scored_item_of_the_builtin_sessions(reference: dict[s
     scored = [s for s in builtin_sessions() if not s.get("holdout")]
     facts = [f for s in scored for f in (*s["gold_facts"], *s["non_facts"]) if not f.get("holdout")]
     probes = [p for s in scored for p in s["probes"] if not p.get("holdout")]
+    pairs = [json.loads(p.read_text(encoding="utf-8")) for p in sorted(PAIRS.glob("*.json"))]
+    decisions = [f"{p['id']}/{d['id']}" for p in pairs if not p.get("holdout")
+                 for d in p["decisions"] if not d.get("holdout")]
+    assert decisions
     assert reference["cells"]["writeback/fidelity"]["gold_total"] == len(facts)
-    assert reference["cells"]["writeback/continuity"]["gold_total"] == len(probes)
+    assert reference["cells"]["writeback/continuity"]["gold_total"] == len(probes) + len(decisions)
+    assert set(decisions) < set(reference["items"]["writeback/continuity"])
     assert set(reference["items"]["writeback/fidelity"]) == {
         f"{s['id']}.{f['id']}" for s in scored
         for f in (*s["gold_facts"], *s["non_facts"]) if not f.get("holdout")}
@@ -241,6 +247,14 @@ def test_every_turn_written_has_a_content_digest() -> None:
     fx = load_suite("writeback", ["builtin"], BUILTIN.parent, include_holdout=False)
     turns = {f"{s['id']}/{t['id']}" for s in builtin_sessions() if not s.get("holdout")
              for t in s["turns"] if not t.get("holdout")}
+    pairs = [json.loads(p.read_text(encoding="utf-8")) for p in sorted(PAIRS.glob("*.json"))]
+    turns |= {f"{p['id']}/{p[side]['id']}/{t['id']}" for p in pairs if not p.get("holdout")
+              for side in ("writer", "reader") for t in p[side]["turns"]}
+    turns |= {f"{p['id']}/pages/{page['slug']}" for p in pairs if not p.get("holdout")
+              for page in p["pages"] if not p["id"].startswith("cont-03")}
+    turns |= {"cont-03-offsite-twin/pages/people/mateo@work",
+              "cont-03-offsite-twin/pages/people/mateo@personal",
+              "cont-03-offsite-twin/pages/places/porto-office"}
     assert set(fx.corpus) == turns
     assert len(set(fx.corpus.values())) == len(turns)  # each digest is its own turn's
     everything = load_suite("writeback", ["builtin"], BUILTIN.parent, include_holdout=True)
