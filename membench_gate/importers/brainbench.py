@@ -562,6 +562,8 @@ def convert(sources: list[Path]) -> Imported:
         ),
         render=lambda out: {"suites.toml": suites_toml(out, parts, len(fixtures))},
         replaces=tuple(f"{part}/{sub}" for part, sub in SUBFOLDERS.items()),
-        loads={},
+        # Load what was written as a run will, before anything is written.
+        loads={"writeback": [part for part in (WRITEBACK, CONTINUITY) if parts[part]]}
+        if parts[WRITEBACK] or parts[CONTINUITY] else {},
         enable="paste the tables of {out}/suites.toml into membench.toml",
     )

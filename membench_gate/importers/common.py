@@ -225,6 +225,8 @@ def _check_loadable(loads: dict[str, list[str]], texts: dict[str, str], out: Pat
             (Path(scratch) / name).write_text(text, encoding="utf-8")
         try:
             for suite, folders in loads.items():
-                load_suite(suite, folders, Path(scratch), include_holdout=True)
+                # Folders named by their scratch path, so that an error names them under OUT.
+                load_suite(suite, [str(Path(scratch) / f) for f in folders], Path(scratch),
+                           include_holdout=True)
         except GateError as exc:
             raise GateError(str(exc).replace(scratch, str(out))) from exc

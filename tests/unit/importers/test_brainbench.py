@@ -257,6 +257,11 @@ CASES = [
      "fixtures/c1-reader.fixture.json: active_source 'team' differs from its writer's 'default'"),
     ("unknown suite", _edit("wb-gap", 0, lambda f: f.update(suites=["recall"])),
      "suites must name some of know-to-ask, push, write-back, continuity, not 'recall'"),
+    # Caught by loading the output as a run will: the writeback suite's own rule.
+    ("keyword without letters", _edit("wb-gap", 1, lambda g: g["turns"]["3"]["gold_facts"][0]
+                                      .update(match_keywords=["Lisbon", "--"])),
+     "out/writeback/sessions/wb-gap.json: gold_facts.2.keywords: Value error, a keyword has no "
+     "letters or digits"),
     ("continuity without a pair", _edit("c2-writer", 0, lambda f: f.pop("continuity")),
      "fixtures/c2-writer.fixture.json: suites include 'continuity' but there is no field "
      "'continuity'"),
