@@ -547,7 +547,8 @@ def convert(sources: list[Path]) -> Imported:
             (sum(len(fx.pages) for fx in fixtures if fx.id not in conversations
                  and fx.id not in in_pair),
              "seed pages of write-back fixtures in no conversation or pair: {} (not carried: a "
-             "session has no pages; BrainBench's write-back scores stored facts only)"),
+             "session has no pages; BrainBench's pipeline resolves a fact's entity_slug against "
+             "them, so here a write path must name each entity by its slug itself)"),
             (sum(len(fx.obj.get("seed_facts") or []) for fx in fixtures),
              "seed facts: {} (not carried: no fixture format here seeds facts)"),
             (sum(1 for fx in fixtures if fx.obj.get("sources")),

@@ -320,3 +320,19 @@ def test_brainbench_corpus_counts_match_brainbench(tmp_path: Path) -> None:
                    "writeback/fidelity": (58, 69), "writeback/continuity": (12, 16)}
     assert counts["fixtures"] == 142
     check_formats(out)
+
+
+@pytest.mark.slow
+def test_the_pasted_tables_run_the_reference_memory_on_the_import(tmp_path: Path) -> None:
+    bench = tmp_path / "bench"
+    assert do_import(write_corpus(tmp_path / "corpus"), bench / "bb") == 0
+    text = (bench / "bb" / "suites.toml").read_text(encoding="utf-8")
+    config = bench / "membench.toml"
+    config.write_text(text[text.index("[suites.writeback]"):], encoding="utf-8")
+    counts = read(bench / "bb" / "SOURCE.json")["counts"]
+    for flags, mode in (([], "items"), (["--include-holdout"], "items with holdout")):
+        out = tmp_path / f"results-{len(flags)}.json"
+        assert main(["run", "--config", str(config), "--out", str(out), *flags]) == 0
+        cells = read(out)["cells"]
+        for cell in ("writeback/fidelity", "writeback/continuity"):
+            assert cells[cell]["gold_total"] == counts[f"{cell} {mode}"], (cell, mode)
