@@ -113,9 +113,12 @@ def _offenders(actual: Baseline, cell: str, name: str) -> list[Offender]:
     if spec.violation is None or not isinstance(actual, Results):
         return []
     suite, field_name = cell.partition("/")[0], spec.violation.field
+    # The cell's own items when they record the field (each push cell counts its own leaks),
+    # else every cell of its suite (a control's failure shows in the control cell's item).
+    own = any(isinstance(r, dict) and field_name in r for r in actual.items.get(cell, {}).values())
     found = []
     for cell_name in sorted(actual.items):
-        if cell_name.partition("/")[0] != suite:
+        if (cell_name != cell) if own else (cell_name.partition("/")[0] != suite):
             continue
         for item, record in sorted(actual.items[cell_name].items()):
             value = record.get(field_name) if isinstance(record, dict) else None

@@ -48,10 +48,13 @@ def test_a_zero_gated_breach_names_the_items_that_leaked(work: Path, tmp_path: P
     said = f"push/know_to_ask#{item} injected from another source: {', '.join(foreign)}"
     assert said in done.stdout  # the console names the item and the foreign id
     comment = report.read_text()
-    assert f"- {said}" in comment  # so does the comment, under the breach table
+    assert f"- {said}".replace("_", "\\_") in comment  # so does the comment, under the table
     verdict = json.loads((tmp_path / "v.json").read_text())
     zero = next(b for b in verdict["breaches"] if b["kind"] == "zero")
     assert {"cell": "push/know_to_ask", "id": item, "ids": foreign} in zero["offenders"]
+    # Each push cell's breach names its own items.
+    for breach in (b for b in verdict["breaches"] if b["kind"] == "zero"):
+        assert {o["cell"] for o in breach["offenders"]} == {breach["key"].partition(":")[0]}
     shown = run_cli("show", f"push/know_to_ask#{item}", "--results", str(results), cwd=work)
     assert shown.returncode == 0, shown.stderr
     head = next(line for line in shown.stdout.splitlines() if line.startswith("head:"))

@@ -172,8 +172,8 @@ def bare_origin_of(seed: Path) -> Path:
     return bare_origin(seed_repo(seed, files))
 
 
-DROP_REASON = ("We dropped the push cells: proactive push moved to the assistant service, "
-               "which runs its own conversation benchmark with its own owners")
+DROP_REASON = ("We dropped the push/know_to_ask and push/push cells: proactive push moved to the "
+               "assistant service, which runs its own conversation benchmark with its own owners")
 
 
 def _drop_push(repo: Path, adapter: str | None) -> None:

@@ -287,7 +287,8 @@ def test_a_dropped_suite_whose_leaking_fixtures_are_symlinks_is_still_measured(
     assert check(work, ci=True).code == 1
     commit(work, "drop push", {
         "membench.toml": push_config("leaky:Leaky", veto=True).split("[suites.push]")[0]})
-    refused_then_committed_by_hand(work, DROP_REASON, "push/push:source_isolation_violations")
+    refused_then_committed_by_hand(work, DROP_REASON,
+                                   "push/know_to_ask:source_isolation_violations")
     result = check(work, ci=True)
     assert result.code == 1, result.stdout
     assert any(b["kind"] == "zero" for b in result.verdict["breaches"])
