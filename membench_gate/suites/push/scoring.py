@@ -86,7 +86,9 @@ def _record(records: Records, fx: Fixtures, conv: Conversation, turn: Turn, push
         "asked": turn.text,
         "category": conv.category,
         "expect": turn.expect,
-        "gold": list(turn.gold),
+        # The gold pages' record ids (a twin's gold is the conversation's own copy), so what was
+        # injected reads against it; ``slug`` names a push/push item's page as the fixture does.
+        "gold": [fx.ids[conv.id][slug, conv.source] for slug in turn.gold],
         "acceptable": list(turn.acceptable),
         "injected": injected,
         "text": pushed.text,

@@ -147,6 +147,8 @@ def test_a_leaked_twin_copy_is_a_violation_failing_the_turn(tmp_path: Path) -> N
         assert results.items[cell][item]["foreign"] == ["nadia@personal"]
         assert results.items[cell][item]["outcome"] == "fail"
         assert results.cells[cell].metrics["source_isolation_violations"] == 1
+    # Gold is the conversation's own copy, by record id (what `show` reads injections against).
+    assert results.items["push/push"]["work.1#nadia"]["gold"] == ["nadia@work"]
     # The gold copy was injected too: recall keeps it, precision does not count the leak.
     assert results.cells["push/push"].metrics["push_recall"] == 1 / 2
     assert results.cells["push/push"].metrics["push_precision"] == 1 / 2
