@@ -19,15 +19,9 @@ from membench_gate.suites.common.fixtures import (
     unique,
 )
 from membench_gate.suites.common.folders import FixtureFile
+from membench_gate.suites.common.pages import Page, page_ids
 
 CELLS = ("know_to_ask", "push")  # the push cells a conversation may be scored in
-
-
-class Page(Item):
-    slug: str = Field(min_length=1)
-    text: str = Field(min_length=1)
-    aliases: list[str] = []
-    source: str = "default"
 
 
 class Turn(Item):
@@ -63,14 +57,11 @@ class Fixtures(SuiteFixtures):
     ids: dict[str, dict[tuple[str, str], str]] = field(default_factory=dict)
 
 
-def record_ids(conv: Conversation) -> dict[tuple[str, str], str]:
+def record_ids(conv: Conversation, where: str) -> dict[tuple[str, str], str]:
     """Each page's record id, by (slug, source): the slug when the conversation seeds the slug
-    in one source, ``<slug>@<source>`` for each copy of a slug seeded in several (a twin)."""
-    sources: dict[str, int] = {}
-    for page in conv.pages:
-        sources[page.slug] = sources.get(page.slug, 0) + 1
-    return {(p.slug, p.source): p.slug if sources[p.slug] == 1 else f"{p.slug}@{p.source}"
-            for p in conv.pages}
+    in one source, ``<slug>@<source>`` for each copy of a slug seeded in several (a twin); the
+    rule of every suite that seeds pages (:mod:`membench_gate.suites.common.pages`)."""
+    return page_ids(conv.pages, where)
 
 
 def turn_item(conv: Conversation, turn: Turn) -> str:
@@ -124,10 +115,9 @@ def validate(fx: Fixtures, include_holdout: bool) -> None:
            "push item (conversation.turn or conversation.turn#slug)")
     for conv in fx.conversations:
         where = f"{fx.label(conv.id)}: conversation {conv.id}"
-        unique(((f"{p.slug} in source {p.source}", where) for p in conv.pages), "page")
         unique(((t.id, where) for t in conv.turns), "turn")
         unique(((s, where) for s in conv.suites), "suites entry")
-        ids = fx.ids[conv.id] = record_ids(conv)
+        ids = fx.ids[conv.id] = record_ids(conv, where)
         # A literal slug "x@work" and the copy of twin "x" in "work" would be one record.
         unique(((i, where) for i in ids.values()), "page record")
         seeded = {p.slug for p in conv.pages if p.source == conv.source}

@@ -7,8 +7,9 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from membench_gate.adapter.types import ContextTurn, Pushed, Query, Record
+from membench_gate.adapter.types import ContextTurn, Pushed, Query
 from membench_gate.suites.common.fixtures import parse_time
+from membench_gate.suites.common.pages import page_records
 from membench_gate.suites.common.scoring import outcome, ratio
 from membench_gate.suites.common.suite import CellResult, Progress, Records, SuiteRun
 from membench_gate.suites.push.fixtures import (
@@ -49,8 +50,7 @@ def run(fx: Fixtures, session: SuiteSession, options: PushOptions,
         ids = fx.ids[conv.id]
         pages = {ids[p.slug, p.source]: p for p in conv.pages}
         session.reset(conv.id)
-        session.ingest([Record(id=ident, text=p.text, source=p.source, entity=p.slug,
-                               aliases=tuple(p.aliases)) for ident, p in pages.items()], conv.id)
+        session.ingest(page_records(conv.pages, ids), conv.id)
         context: list[ContextTurn] = []
         for turn in conv.turns:
             if turn.role == "user":
