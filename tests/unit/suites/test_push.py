@@ -189,7 +189,7 @@ def test_composite_keys_stay_unique(tmp_path: Path) -> None:
     with pytest.raises(GateError, match="duplicate page record id 'nadia@work'"):
         load(tmp_path, conversation(pages=[*conversation()["pages"],
                                            page("nadia@work", "personal")]))
-    with pytest.raises(GateError, match="duplicate page id 'tomas (source work)'"):
+    with pytest.raises(GateError, match=r"duplicate page id 'tomas \(source work\)'"):
         load(tmp_path, conversation(pages=[*conversation()["pages"], page("tomas")]))
 
 
