@@ -48,7 +48,7 @@ if __name__ == "__main__":  # pragma: no branch - fix the path before importing 
 
 import importlib  # noqa: E402
 import json  # noqa: E402
-from collections.abc import Callable, Iterable, Iterator  # noqa: E402
+from collections.abc import Callable, Iterable, Iterator, Mapping  # noqa: E402
 from typing import Any, BinaryIO  # noqa: E402
 
 from membench_gate.adapter.polling import Poller  # noqa: E402
@@ -215,11 +215,16 @@ class Host:
 
     def _push(self, params: dict[str, Any]) -> dict[str, Any]:
         query = _read("push", lambda: query_from_wire(params["query"]))
-        ids = _call("push", self.adapter.push, query)
-        if not isinstance(ids, (list, tuple)) or not all(isinstance(i, str) for i in ids):
-            raise _Refused(SERVER_ERROR, f"push(): did not return a list of ids: {ids!r:.200} "
+        answer = _call("push", self.adapter.push, query)
+        # A list of ids, or a mapping that also says the text injected (passed on as it is).
+        ids, text = (answer.get("ids"), answer.get("text")) if isinstance(answer, Mapping) \
+            else (answer, None)
+        if not isinstance(ids, (list, tuple)) or not all(isinstance(i, str) for i in ids) \
+                or not (text is None or isinstance(text, str)):
+            raise _Refused(SERVER_ERROR, f"push(): did not return a list of ids or "
+                           f"{{'ids': [...], 'text': str}}: {answer!r:.200} "
                            "(docs/adapters.md: push(query) -> list[str])")
-        return {"ids": list(ids)}
+        return {"ids": list(ids)} if text is None else {"ids": list(ids), "text": text}
 
     def _write(self, params: dict[str, Any]) -> None:
         session = _read("write", lambda: session_from_wire(params["session"]))

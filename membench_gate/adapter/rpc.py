@@ -42,6 +42,7 @@ from membench_gate.adapter.types import (
     PROTOCOL_VERSION,
     Answer,
     Hit,
+    Pushed,
     Query,
     Record,
     Session,
@@ -97,6 +98,7 @@ RULES = {
     "initialize": "initialize answers protocol 1, a name and boolean capabilities",
     "search": "search answers hits and a boolean abstain",
     "push": "push answers a list of string ids",
+    "push_text": "push text is a string or null",
     "hit": "a hit has a string id and a finite number score",
     "hit_fields": "text and entity strings or null, provenance an object or null",
     "k": "at most k hits, and at most k ids for push",
@@ -720,15 +722,23 @@ class SuiteSession:
         return self._answer(result, query.k, item)
 
     def push(self, query: Query, item: str) -> list[str]:
+        return self.push_answer(query, item).ids
+
+    def push_answer(self, query: Query, item: str) -> Pushed:
+        """The ids injected for a turn and the text the adapter says it injects, if it says."""
         if not self.capabilities.push:
-            return default_push(self.search(query, item), query.k)
+            return Pushed(default_push(self.search(query, item), query.k))
         result = self._call("push", {"query": query_to_wire(query)}, item)
         ids = result.get("ids") if isinstance(result, dict) else None
         if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
             raise self._violation("push", item, "push", f"push must return {{\"ids\": [str, ...]}}, got "
                                   f"{_short(result)}")
+        text = result.get("text")
+        if text is not None and not isinstance(text, str):
+            raise self._violation("push", item, "push_text", f"push text must be a string or null, "
+                                  f"got {_short(text)}")
         self._check_ids("push", item, ids, query.k, "ids")
-        return ids
+        return Pushed(ids, text)
 
     def _check_ids(self, method: str, item: str, ids: list[str], k: int, what: str) -> None:
         if len(ids) > k:

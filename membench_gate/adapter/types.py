@@ -8,7 +8,8 @@ never sees JSON:
 - ``reset()`` — empty the store;
 - ``ingest(records)`` — store a sequence of :class:`Record`;
 - ``search(query) -> Answer`` — ranked hits for a :class:`Query`, best first, and whether it abstains;
-- ``push(query) -> list[str]`` (optional) — ids to inject proactively for a conversation turn;
+- ``push(query) -> list[str]`` (optional) — ids to inject proactively for a conversation turn, or
+  a mapping ``{"ids": [...], "text": "..."}`` that also says the text it injects;
 - ``write(session)`` (optional) — turn a conversation :class:`Session` into memories of its own;
 - ``close()`` (optional) — release what it holds; the host calls it once, at shutdown.
 
@@ -126,6 +127,15 @@ class MemoryAdapter(Protocol):
     def ingest(self, records: Sequence[Record]) -> None: ...
 
     def search(self, query: Query) -> Answer: ...
+
+
+@dataclass(frozen=True)
+class Pushed:
+    """A push answer: the ids injected for a turn and, when the memory says it, the text it
+    injects (``None``: the suites take the injected records' texts)."""
+
+    ids: list[str]
+    text: str | None = None
 
 
 def default_push(answer: Answer, k: int) -> list[str]:

@@ -117,9 +117,12 @@ def _offenders(actual: Baseline, cell: str, name: str) -> list[Offender]:
     if spec.violation is None or not isinstance(actual, Results):
         return []
     scope, field_name = cell_names.scope_of(cell), spec.violation.field
+    # The cell's own items when they record the field (each push cell counts its own leaks),
+    # else every cell of its suite (a control's failure shows in the control cell's item).
+    own = any(isinstance(r, dict) and field_name in r for r in actual.items.get(cell, {}).values())
     found = []
     for cell_name in sorted(actual.items):
-        if cell_names.scope_of(cell_name) != scope:
+        if (cell_name != cell) if own else (cell_names.scope_of(cell_name) != scope):
             continue
         for item, record in sorted(actual.items[cell_name].items()):
             value = _violating(record, field_name)

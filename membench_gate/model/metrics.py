@@ -61,7 +61,7 @@ SMALL_DENOMINATOR = 20
 CONDITIONS: dict[str, tuple[str, ...]] = {
     "veto": ("files_known", "files_unknown", "lifecycle"),
     "abstention": ("default", "control_floor_off", "control_shuffled"),
-    "push": ("default",),
+    "push": ("know_to_ask", "push"),
     "writeback": ("fidelity", "continuity"),
     "recall": ("default",),
     "behaviour": ("none", "conventions", "flatfile", "memory"),
@@ -145,23 +145,29 @@ REGISTRY: dict[str, Metric] = {
                      "wrong.", label="crossover λ"),
         Metric(
             "know_to_ask_failure_rate", "push", "lower", "gated",
-            "Share of turns that should inject a page where nothing from gold or acceptable "
-            "was injected.",
+            "Share of turns that should inject a page where nothing gold or acceptable of the "
+            "conversation's source was injected (0 when there are none).",
             label="know-to-ask failure rate", per=("expect", "retrieve", True),
         ),
         Metric("false_fire_rate", "push", "lower", "gated",
-               "Share of stay-silent turns where something was injected anyway.",
+               "Share of stay-silent turns where something was injected anyway (0 when there "
+               "are none).",
                per=("expect", "retrieve", False)),
         Metric("push_precision", "push", "higher", "gated",
-               "Share of injected ids that were gold or acceptable (0 when nothing was injected)."),
+               "Share of the ids injected on the cell's scored turns (stay-silent ones included) "
+               "that were gold or acceptable pages of the conversation's source (1 when nothing "
+               "was injected)."),
         Metric("push_recall", "push", "higher", "gated",
-               "Share of gold ids that were injected on the turn that called for them."),
+               "Share of gold slugs whose page was injected on the turn that called for them (1 "
+               "when there is no gold).", per=("expect", "retrieve", True)),
         _invariant("source_isolation_violations", "push", "source-isolation violations",
                    "Number of injected ids that belong to another source than the "
-                   "conversation's (e.g. a personal page in a work chat).",
+                   "conversation's (a personal page in a work chat, or the other copy of a page "
+                   "seeded in both).",
                    Violation("foreign", "injected from another source")),
         _shown_count("avg_injected_tokens", "push", "lower",
-                     "Mean number of whitespace tokens of page text injected per turn.",
+                     "Mean estimated tokens (⌈UTF-16 code units / 4⌉) of the text injected per "
+                     "scored turn: the adapter's push text, else the injected pages' texts.",
                      label="injected tokens per turn"),
         Metric(
             "write_back_fidelity", "writeback", "higher", "gated",

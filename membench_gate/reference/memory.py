@@ -21,7 +21,8 @@ Nothing here is special-cased by the suites: it is just another adapter.
   as overturned (not carried) when the replacement's own text names the rejected option.
 - Push: entity and alias mentions in the turn, exact first, then fuzzy (rapidfuzz) for weak aliases,
   misspellings and surname-only mentions; at most ``k`` ids; entities mentioned in earlier turns
-  are suppressed.
+  (``Query.context``, which holds assistant turns too: a page the assistant just recalled is not
+  pushed again) are suppressed.
 
 Ranking a query is one matrix–vector product over the stored matrix (the columns of the query's
 non-zero buckets: the product is the same, the rest of the matrix is zeros times zeros).

@@ -212,7 +212,7 @@ def _metric_row(breach: Breach, results: Results | None, base: Baseline | None,
 
 
 def offender_lines(breach: Breach) -> tuple[str, ...]:
-    """Each item that violates a zero-gated breach, in words: ``push/default#conv-01.t03
+    """Each item that violates a zero-gated breach, in words: ``push/know_to_ask#conv-01.t03
     injected from another source: work-roadmap``."""
     violation = metrics.spec(split_key(breach.key)[1] or "").violation
     if violation is None:

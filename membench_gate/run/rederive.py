@@ -33,7 +33,7 @@ from membench_gate.suites.common.repeats import pool, split
 from membench_gate.suites.common.suite import CellResult, Records, SuiteRun
 
 if TYPE_CHECKING:
-    from membench_gate.adapter.types import Answer, Hit
+    from membench_gate.adapter.types import Answer, Hit, Pushed
     from membench_gate.config import Config
     from membench_gate.run.shard import Shard
     from membench_gate.suites.common.fixtures import SuiteFixtures
@@ -290,15 +290,23 @@ class _Replay:
         return Answer(_hits(record.get("hits"), f"{self.label}: {where}.hits"), abstained)
 
     def push(self, query: Any, item: str) -> list[str]:
+        return self.push_answer(query, item).ids
+
+    def push_answer(self, query: Any, item: str) -> Pushed:
+        from membench_gate.adapter.types import Pushed
+
         found = self._recorded(item)
         if found is None:
-            return []
+            return Pushed([])
         record, where = found
-        injected = record.get("injected")
+        injected, text = record.get("injected"), record.get("text")
         if not isinstance(injected, list) or not all(isinstance(i, str) for i in injected):
             raise _Unreadable(f"{self.label}: {where}.injected: expected a list of ids, got "
                             f"{_shown(injected)}")
-        return list(injected)
+        if text is not None and not isinstance(text, str):
+            raise _Unreadable(f"{self.label}: {where}.text: expected a string or null, got "
+                              f"{_shown(text)}")
+        return Pushed(list(injected), text)
 
     def complete(self, messages: Any, item: str, repeat: int = 0) -> str:
         """A live suite's LLM call: the reply the item recorded (no LLM is asked)."""

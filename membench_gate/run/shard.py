@@ -1,13 +1,15 @@
 """Shards: which items one job of a matrix scores (``run --shard I/N``).
 
 An item belongs to shard ``int(sha256(suite + "/" + id).hexdigest(), 16) % N + 1``, where ``id``
-is the item's id in its suite (a push turn is ``<conversation>.<turn>``) — with seams too: an
+is the item's id in its suite (a push turn is ``<conversation>.<turn>``, a gold slug of it
+``<conversation>.<turn>#<slug>``: the two may fall in different shards) — with seams too: an
 item is in the same shard for every seam, and each shard runs every seam on its items, so a cell
 ``<seam>/<suite>/<condition>`` merges as a two-part one does. The mapping depends on
 nothing but the suite, the id and N: every job computes the same split without talking to the
 others, an item keeps its shard when others are added or removed, and the N shards cover every
 item exactly once. Each shard still ingests the whole corpus, so an item's answer is the one an
-unsharded run gets.
+unsharded run gets (a push conversation, which starts from a reset, is skipped by a shard that
+holds none of its items).
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from membench_gate.adapter.types import Answer, Hit, Query, Record, Session
+from membench_gate.adapter.types import Answer, Hit, Pushed, Query, Record, Session
 from membench_gate.suites.common.fixtures import keyword_in
 
 
@@ -50,7 +50,13 @@ class Mutant:
         return self.mutate_answer(self.inner.search(query, item), query)
 
     def push(self, query: Query, item: str) -> list[str]:
-        return self.mutate_push(self.inner.push(query, item), query)
+        return self.push_answer(query, item).ids
+
+    def push_answer(self, query: Query, item: str) -> Pushed:
+        pushed = self.inner.push_answer(query, item)
+        ids = self.mutate_push(list(pushed.ids), query)
+        # The memory's text says what it injected: once the ids change, the pages' texts do.
+        return pushed if ids == pushed.ids else Pushed(ids)
 
     def mutate_answer(self, answer: Answer, query: Query) -> Answer:
         return answer

@@ -87,7 +87,8 @@ def test_installed_wheel_runs_from_an_unrelated_directory(installed: Path, tmp_p
                   cwd=elsewhere, pythonpath=installed)
     assert proc.returncode == 0, proc.stderr
     results = json.loads(out.read_text(encoding="utf-8"))
-    assert {"veto/files_known", "abstention/default", "push/default"} <= set(results["cells"])
+    assert {"veto/files_known", "abstention/default", "push/know_to_ask",
+            "push/push"} <= set(results["cells"])
     assert results["cells"]["veto/files_known"]["gold_total"] > 0
 
     # The same measurement, the same bytes, as the source checkout gives (receipt apart).

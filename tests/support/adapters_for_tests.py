@@ -50,7 +50,8 @@ class _Gold:
         for path in sorted((root / "push" / "conversations").glob("*.json")):
             conv = _read(path)
             for turn in conv["turns"]:
-                self.push[(conv.get("source", "default"), turn["text"])] = list(turn["gold"])
+                self.push[(conv.get("source", "default"), turn["text"])] = \
+                    list(turn.get("gold", []))
 
 
 class Oracle:
@@ -63,11 +64,13 @@ class Oracle:
     def reset(self) -> None:
         self.by_text: dict[str, str] = {}
         self.ids: set[str] = set()
+        self.pages: dict[tuple[str | None, str], str] = {}  # (entity, source) -> record id
 
     def ingest(self, records: Sequence[Record]) -> None:
         for record in records:
             self.by_text[record.text] = record.id
             self.ids.add(record.id)
+            self.pages[record.entity, record.source] = record.id
 
     def search(self, query: Query) -> Answer:
         veto_id = self.gold.veto.get(query.text)
@@ -83,7 +86,9 @@ class Oracle:
 
     def push(self, query: Query) -> list[str]:
         gold = self.gold.push.get((query.source, query.text), [])
-        return [ident for ident in gold if ident in self.ids][: query.k]
+        # Gold names slugs; a slug seeded in several sources is a record per copy (its own id).
+        return [self.pages[slug, query.source] for slug in gold
+                if (slug, query.source) in self.pages][: query.k]
 
 
 class IdOracle(Oracle):

@@ -3,113 +3,191 @@ measures)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from membench_gate.adapter.types import Query, Record
+from membench_gate.adapter.types import ContextTurn, Pushed, Query
+from membench_gate.suites.common.fixtures import parse_time
+from membench_gate.suites.common.pages import page_records
 from membench_gate.suites.common.scoring import outcome, ratio
-from membench_gate.suites.common.suite import Progress, Records, SuiteRun
-from membench_gate.suites.push.fixtures import Fixtures
+from membench_gate.suites.common.suite import CellResult, Progress, Records, SuiteRun
+from membench_gate.suites.push.fixtures import (
+    Conversation,
+    Fixtures,
+    Turn,
+    items_of_turn,
+    slug_item,
+    turn_item,
+)
 from membench_gate.suites.push.options import PushOptions
 
 if TYPE_CHECKING:  # only for annotations: checking a results file never imports the client
     from membench_gate.adapter.rpc import SuiteSession
 
+KNOW_TO_ASK, PUSH = "push/know_to_ask", "push/push"
+# The outcome of a stay-silent turn's record in push/push: no gold item (the cell's items are
+# gold slugs), but its injection counts in push_precision and the token mean.
+COUNTED = "counted"
+
+
+def tokens(text: str) -> int:
+    """The token estimate of an injected text: ⌈UTF-16 code units / 4⌉."""
+    return math.ceil(len(text.encode("utf-16-le")) // 2 / 4)  # 2 bytes per code unit
+
 
 def run(fx: Fixtures, session: SuiteSession, options: PushOptions,
         progress: Progress | None = None) -> SuiteRun:
-    budget = options.budget
-    total = sum(len(c.turns) for c in fx.conversations)
+    total = sum(1 for c in fx.conversations for t in c.turns if t.role == "user")
     done = 0
-    records: dict[str, dict[str, Any]] = {}
+    records: Records = {}
     for conv in fx.conversations:
-        pages = {p.slug: p for p in conv.pages}
+        scored = [t for t in conv.turns
+                  if any(i in fx.digests for i in items_of_turn(conv, t))]
+        if not scored:  # nothing of this conversation scored here (a shard): never sent
+            done += sum(1 for t in conv.turns if t.role == "user")
+            continue
+        ids = fx.ids[conv.id]
+        pages = {ids[p.slug, p.source]: p for p in conv.pages}
         session.reset(conv.id)
-        session.ingest([
-            Record(id=p.slug, text=p.text, source=p.source, entity=p.slug,
-                   aliases=tuple(p.aliases))
-            for p in conv.pages
-        ], conv.id)
-        context: list[str] = []
+        session.ingest(page_records(conv.pages, ids), conv.id)
+        context: list[ContextTurn] = []
         for turn in conv.turns:
-            item = f"{conv.id}.{turn.id}"
-            injected = list(dict.fromkeys(session.push(  # an id injected twice is injected once
-                Query(text=turn.text, k=budget, source=conv.source, context=tuple(context)), item
-            )))
-            context.append(turn.text)
-            done += 1
-            if progress:
-                progress("push", done, total)
-            if item not in fx.digests:
-                continue
-            records[item] = {
-                "expect": turn.expect,
-                "injected": injected,
-                "foreign": sorted({i for i in injected
-                                   if i in pages and pages[i].source != conv.source}),
-                "asked": turn.text,
-                "gold": list(turn.gold),
-                "acceptable": list(turn.acceptable),
-                "tokens": sum(len(pages[i].text.split()) for i in injected if i in pages),
-            }
-    return score({"push/default": records} if records else {}, options)
+            if turn.role == "user":
+                asked = _asked(fx, conv, turn)
+                pushed = session.push_answer(Query(
+                    text=turn.text, k=options.budget, source=conv.source,
+                    context=tuple(t.text for t in context), context_turns=tuple(context),
+                ), asked)
+                done += 1
+                if progress:
+                    progress("push", done, total)
+                if turn in scored:
+                    _record(records, fx, conv, turn, pushed, pages)
+            context.append(ContextTurn(turn.role, turn.text,
+                                       parse_time(turn.at, "at") if turn.at else None))
+    return score(records, options)
+
+
+def _asked(fx: Fixtures, conv: Conversation, turn: Turn) -> str:
+    """The item a turn's push is asked for (what an error names, and what a re-derivation
+    answers from): the turn's own item, else its first gold slug's scored here."""
+    return next((i for i in items_of_turn(conv, turn) if i in fx.digests), turn_item(conv, turn))
+
+
+def _record(records: Records, fx: Fixtures, conv: Conversation, turn: Turn, pushed: Pushed,
+            pages: dict[str, Any]) -> None:
+    injected = list(dict.fromkeys(pushed.ids))  # an id injected twice is injected once
+    wanted = {*turn.gold, *turn.acceptable}
+    text = pushed.text if pushed.text is not None else \
+        "\n".join(pages[i].text for i in injected if i in pages)
+    detail = {
+        "turn": turn_item(conv, turn),
+        "asked": turn.text,
+        "category": conv.category,
+        "expect": turn.expect,
+        # The gold pages' record ids (a twin's gold is the conversation's own copy), so what was
+        # injected reads against it; ``slug`` names a push/push item's page as the fixture does.
+        "gold": [fx.ids[conv.id][slug, conv.source] for slug in turn.gold],
+        "acceptable": list(turn.acceptable),
+        "injected": injected,
+        "text": pushed.text,
+        # Id-keyed: the copy of a twin slug from another source is foreign though its slug is gold.
+        "foreign": sorted(i for i in injected if i in pages and pages[i].source != conv.source),
+        # Slugs of the conversation's own pages injected that are gold or acceptable.
+        "relevant": sorted({pages[i].slug for i in injected if i in pages
+                            and pages[i].source == conv.source and pages[i].slug in wanted}),
+        "tokens": tokens(text),
+    }
+    for item in items_of_turn(conv, turn):
+        if item not in fx.digests:
+            continue
+        if item == turn_item(conv, turn):
+            if "know_to_ask" in conv.suites:
+                records.setdefault(KNOW_TO_ASK, {})[item] = detail
+            if "push" in conv.suites and turn.expect == "silent":
+                records.setdefault(PUSH, {})[item] = detail
+        else:
+            slug = item[len(turn_item(conv, turn)) + 1:]
+            records.setdefault(PUSH, {})[slug_item(conv, turn, slug)] = {**detail, "slug": slug}
 
 
 @dataclass
 class Tally:
-    """What a push cell's metrics are computed from, counted over its turns."""
+    """What a push cell's metrics are computed from, counted once per turn."""
 
-    turns: int = 0
-    retrieve: int = 0  # turns that should inject a page ...
-    missed: int = 0  # ... and injected nothing from gold or acceptable
-    silent: int = 0  # turns that should stay silent ...
-    fired: int = 0  # ... and injected something anyway
-    gold: int = 0  # gold ids of the should-inject turns ...
-    gold_hit: int = 0  # ... that were injected
-    injected: int = 0  # ids injected on any turn ...
-    injected_good: int = 0  # ... that were gold or acceptable, of the conversation's source
+    turns: set[str] = field(default_factory=set)
+    retrieve: int = 0  # should-retrieve turns ...
+    missed: int = 0  # ... that injected nothing of the conversation's gold or acceptable
+    silent: int = 0  # stay-silent turns ...
+    fired: int = 0  # ... that injected something anyway
+    gold: int = 0  # gold slugs (push/push items) ...
+    gold_hit: int = 0  # ... injected on their turn
+    injected: int = 0  # ids injected ...
+    relevant: int = 0  # ... that were gold or acceptable of the conversation's source
     violations: int = 0  # ids injected from another source
-    tokens: int = 0  # words of page text injected
+    tokens: int = 0  # estimated tokens of the injected text
 
-    def add(self, turn: dict[str, Any]) -> bool:
-        """Count one turn's record; whether the turn passes."""
-        injected, foreign = turn["injected"], turn["foreign"]
-        good = set(turn["gold"]) | set(turn["acceptable"])
-        hits = [i for i in injected if i in good and i not in foreign]
-        if turn["expect"] == "retrieve":
+    def turn(self, detail: dict[str, Any]) -> None:
+        """Count a turn's injection, once however many items of the cell record it."""
+        if detail["turn"] in self.turns:
+            return
+        self.turns.add(detail["turn"])
+        injected = detail["injected"]
+        if detail["expect"] == "retrieve":
             self.retrieve += 1
-            self.missed += 0 if hits else 1
-            self.gold += len(turn["gold"])
-            self.gold_hit += len(set(turn["gold"]) & set(injected))
-            passed = bool(hits)
+            self.missed += 0 if detail["relevant"] else 1
         else:
             self.silent += 1
             self.fired += 1 if injected else 0
-            passed = not injected
-        self.turns += 1
         self.injected += len(injected)
-        self.injected_good += len(hits)
-        self.violations += len(foreign)
-        self.tokens += turn["tokens"]
-        return passed and not foreign
+        self.relevant += len(detail["relevant"])
+        self.violations += len(detail["foreign"])
+        self.tokens += detail["tokens"]
 
-    def metrics(self) -> dict[str, float]:
-        return {
-            "know_to_ask_failure_rate": ratio(self.missed, self.retrieve),
-            "false_fire_rate": ratio(self.fired, self.silent),
-            "push_precision": ratio(self.injected_good, self.injected),
-            "push_recall": ratio(self.gold_hit, self.gold),
-            "source_isolation_violations": self.violations,
-            "avg_injected_tokens": ratio(self.tokens, self.turns),
-        }
+    def shared(self) -> dict[str, float]:
+        return {"source_isolation_violations": self.violations,
+                "avg_injected_tokens": ratio(self.tokens, len(self.turns))}
+
+
+def _know_to_ask(turns: dict[str, dict[str, Any]]) -> tuple[dict[str, float], dict[str, Any]]:
+    tally, outcomes = Tally(), {}
+    for item, detail in turns.items():
+        tally.turn(detail)
+        passed = bool(detail["relevant"]) if detail["expect"] == "retrieve" \
+            else not detail["injected"]
+        outcomes[item] = {**detail, "outcome": outcome(passed and not detail["foreign"])}
+    return {"know_to_ask_failure_rate": ratio(tally.missed, tally.retrieve),
+            "false_fire_rate": ratio(tally.fired, tally.silent), **tally.shared()}, outcomes
+
+
+def _push(items: dict[str, dict[str, Any]]) -> tuple[dict[str, float], dict[str, Any]]:
+    tally, outcomes = Tally(), {}
+    for item, detail in items.items():
+        tally.turn(detail)
+        if detail["expect"] != "retrieve":
+            outcomes[item] = {**detail, "outcome": COUNTED}
+            continue
+        hit = detail["slug"] in detail["relevant"]
+        tally.gold += 1
+        tally.gold_hit += 1 if hit else 0
+        outcomes[item] = {**detail, "outcome": outcome(hit and not detail["foreign"])}
+    return {"push_recall": tally.gold_hit / tally.gold if tally.gold else 1.0,
+            "push_precision": tally.relevant / tally.injected if tally.injected else 1.0,
+            **tally.shared()}, outcomes
 
 
 def score(records: Records, options: PushOptions) -> SuiteRun:
-    """Know-to-ask, false fires, precision, recall and isolation from each turn's injection."""
+    """Know-to-ask, false fires, precision, recall, isolation and tokens from each turn's
+    injection (docs/suites.md, "push")."""
     result = SuiteRun()
-    for cell, turns in records.items():
-        tally = Tally()
-        outcomes = {item: {**turn, "outcome": outcome(tally.add(turn))}
-                    for item, turn in turns.items()}
-        result.add(cell, tally.metrics(), outcomes)
+    for cell, items in sorted(records.items()):
+        scorer = {KNOW_TO_ASK: _know_to_ask, PUSH: _push}.get(cell)
+        if scorer is None:
+            raise ValueError(f"{cell} is not a cell of the push suite")
+        metrics, outcomes = scorer(items)
+        failed = sorted(i for i, d in outcomes.items() if d["outcome"] == "fail")
+        gold = sum(1 for d in outcomes.values() if d["outcome"] != COUNTED)
+        result.cells[cell] = CellResult(metrics, gold, failed)
+        result.items[cell] = dict(sorted(outcomes.items()))
     return result

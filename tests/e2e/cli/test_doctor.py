@@ -208,7 +208,7 @@ def test_the_node_example_is_gated_like_any_memory(tmp_path: Path) -> None:
     results = json.loads((repo / "baselines/main.json").read_text())
     assert results["config"]["adapter"]["command"] == ["node", "adapter.js"]
     assert results["cells"]["veto/files_known"]["metrics"]["veto_recall_at_k"] >= 0.8
-    assert results["cells"]["push/default"]["metrics"]["source_isolation_violations"] == 0
+    assert results["cells"]["push/know_to_ask"]["metrics"]["source_isolation_violations"] == 0
 
     subprocess.run([*git, "checkout", "-qb", "worse"], cwd=repo, check=True)
     # A regression in JavaScript: forget the files signal.

@@ -101,7 +101,8 @@ def test_run_summary_on_stdout_and_progress_on_stderr(tmp_path: Path) -> None:
     assert [line.split(":")[0] for line in ends] == [
         "abstention", "push", "recall", "veto", "writeback"]
     assert "abstention: 470/470" in proc.stderr  # 235 probes, each asked twice (the control)
-    for cell in ("veto/files_known", "abstention/default", "push/default", "writeback/fidelity"):
+    for cell in ("veto/files_known", "abstention/default", "push/know_to_ask", "push/push",
+                 "writeback/fidelity"):
         assert cell in proc.stdout
     assert str(out) in proc.stdout
 

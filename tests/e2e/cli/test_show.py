@@ -74,7 +74,7 @@ def test_show_names_the_nearest_item_and_refuses_bad_targets(repo: Path) -> None
                                    "veto/files_known (did you mean 'scn-003'?)")
     done = run_cli("show", "scn-003", "--results", "results.json", cwd=repo)
     assert done.returncode == 4 and "SUITE/CONDITION#ID" in done.stderr
-    done = run_cli("show", "push/default#conv-01.t01", cwd=repo)
+    done = run_cli("show", "push/know_to_ask#conv-01.t01", cwd=repo)
     assert done.returncode == 4 and "suite 'push' is not enabled" in done.stderr
 
 

@@ -42,17 +42,20 @@ def test_a_zero_gated_breach_names_the_items_that_leaked(work: Path, tmp_path: P
     done = run_cli("check", "--report", str(report), "--out", str(results), "--json",
                    str(tmp_path / "v.json"), cwd=work)
     assert done.returncode == 1, done.stdout + done.stderr
-    items = json.loads(results.read_text())["items"]["push/default"]
+    items = json.loads(results.read_text())["items"]["push/know_to_ask"]
     leaked = {item: record["foreign"] for item, record in items.items() if record["foreign"]}
     item, foreign = min(leaked.items())
-    said = f"push/default#{item} injected from another source: {', '.join(foreign)}"
+    said = f"push/know_to_ask#{item} injected from another source: {', '.join(foreign)}"
     assert said in done.stdout  # the console names the item and the foreign id
     comment = report.read_text()
-    assert f"- {said}" in comment  # so does the comment, under the breach table
+    assert f"- {said}".replace("_", "\\_") in comment  # so does the comment, under the table
     verdict = json.loads((tmp_path / "v.json").read_text())
     zero = next(b for b in verdict["breaches"] if b["kind"] == "zero")
-    assert {"cell": "push/default", "id": item, "ids": foreign} in zero["offenders"]
-    shown = run_cli("show", f"push/default#{item}", "--results", str(results), cwd=work)
+    assert {"cell": "push/know_to_ask", "id": item, "ids": foreign} in zero["offenders"]
+    # Each push cell's breach names its own items.
+    for breach in (b for b in verdict["breaches"] if b["kind"] == "zero"):
+        assert {o["cell"] for o in breach["offenders"]} == {breach["key"].partition(":")[0]}
+    shown = run_cli("show", f"push/know_to_ask#{item}", "--results", str(results), cwd=work)
     assert shown.returncode == 0, shown.stderr
     head = next(line for line in shown.stdout.splitlines() if line.startswith("head:"))
     assert f"injected from another source: {', '.join(foreign)}" in head, shown.stdout
@@ -62,16 +65,16 @@ def test_a_committed_baseline_that_differs_names_each_cell_and_metric(work: Path
     path = work / "baselines/main.json"
     data = json.loads(path.read_text())
     data["cells"]["veto/files_known"]["metrics"]["mrr"] = 0.99
-    data["cells"]["push/default"]["metrics"]["push_recall"] = 0.5
+    data["cells"]["push/push"]["metrics"]["push_recall"] = 0.5
     commit(work, "hand-edited baseline", {"baselines/main.json": json.dumps(data)})
     done = run_cli("check", cwd=work)
     assert done.returncode == 2, done.stdout + done.stderr
     line = next(x for x in done.stdout.splitlines() if "does not match this run" in x)
-    assert "push/default:push_recall 0.5 → " in line and "veto/files_known:mrr 0.99 → " in line
+    assert "push/push:push_recall 0.5 → " in line and "veto/files_known:mrr 0.99 → " in line
     blessed = run_cli("bless", cwd=work)
     assert blessed.returncode == 0, blessed.stdout + blessed.stderr
     assert "it replaces a committed baseline that did not match this run (committed → run): " \
-        "push/default:push_recall 0.5 → " in blessed.stdout, blessed.stdout
+        "push/push:push_recall 0.5 → " in blessed.stdout, blessed.stdout
 
 
 def test_a_pr_head_checkout_is_compared_with_where_it_forked(origin: Path, tmp_path: Path

@@ -172,8 +172,8 @@ def bare_origin_of(seed: Path) -> Path:
     return bare_origin(seed_repo(seed, files))
 
 
-DROP_REASON = ("We dropped the push/default cell: proactive push moved to the assistant service, "
-               "which runs its own conversation benchmark with its own owners")
+DROP_REASON = ("We dropped the push/know_to_ask and push/push cells: proactive push moved to the "
+               "assistant service, which runs its own conversation benchmark with its own owners")
 
 
 def _drop_push(repo: Path, adapter: str | None) -> None:
@@ -194,12 +194,13 @@ def test_a_dropped_suite_is_still_measured_for_its_invariants(push_origin: Path,
     _drop_push(work, "leaky:Leaky")
     done = gate(work, "bless", "--justification", DROP_REASON)
     assert done.returncode == 1, done.stderr
-    assert "push/default:source_isolation_violations" in done.stderr
-    commit_run_as_baseline(work, {"text": DROP_REASON, "breaches": ["push/default"]})
+    assert "push/know_to_ask:source_isolation_violations" in done.stderr
+    commit_run_as_baseline(work, {"text": DROP_REASON,
+                                  "breaches": ["push/know_to_ask", "push/push"]})
     result = check(work, ci=True)
     assert result.code == 1, result.stderr
     zero = next(b for b in result.verdict["breaches"] if b["kind"] == "zero")
-    assert zero["key"] == "push/default:source_isolation_violations" and zero["head"] > 0
+    assert zero["key"] == "push/know_to_ask:source_isolation_violations" and zero["head"] > 0
     assert "measured with the base's suite table and fixtures" in zero["detail"]
     # The same leak with the suite kept is caught by the run itself: the two agree.
     kept = pr_clone(push_origin, tmp_path / "kept")
@@ -222,7 +223,7 @@ def test_dropping_a_suite_whose_invariants_hold_is_blessable(push_origin: Path,
     commit(work, "bless", {})
     result = check(work, ci=True)
     assert (result.code, result.verdict["blessed"]) == (0, True), result.stderr
-    assert any(note.startswith("push/default: its invariants were measured with the base's "
+    assert any(note.startswith("push/push: its invariants were measured with the base's "
                                "suite table and fixtures, which this run dropped, and hold")
                for note in result.verdict["notes"])
 
@@ -284,4 +285,4 @@ def test_the_base_fixtures_are_read_from_a_shallow_merge_commit_checkout(push_or
     assert result.code == 1, result.stderr
     assert result.verdict["base"]["sha"] == main_sha
     zero = next(b for b in result.verdict["breaches"] if b["kind"] == "zero")
-    assert zero["key"] == "push/default:source_isolation_violations" and zero["head"] > 0
+    assert zero["key"] == "push/know_to_ask:source_isolation_violations" and zero["head"] > 0

@@ -51,7 +51,7 @@ class TopOne(ReferenceMemory):
         return type(answer)(hits=list(answer.hits)[:1], abstain=answer.abstain)
 '''
 
-LEAKING = ("conv-06", "conv-10")  # the conversations whose source is "oss"
+LEAKING = ("conv-06", "conv-10", "conv-13")  # the conversations whose source is "oss"
 PUSH = """\
 [adapter]
 python = "{adapter}"
@@ -113,7 +113,8 @@ def push_origin(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 # -- 1. a source-isolation leak made blessable by holding out (or dropping) the leaking items ----
 
-HOLDOUT_REASON = ("Conversations conv-06 and conv-10 move to the holdout set of push/default so "
+HOLDOUT_REASON = ("Conversations conv-06, conv-10 and conv-13 move to the holdout set of the push "
+                  "cells so "
                   "tuning never sees them; push_precision, know_to_ask_failure_rate, push_recall "
                   "and false_fire_rate shift with the smaller mix")
 
@@ -140,7 +141,8 @@ def test_control_a_leak_in_some_conversations_is_a_regression(push_origin: Path,
     result = check(dev, ci=True)
     assert result.code == 1
     zero = [b for b in result.verdict["breaches"] if b["kind"] == "zero"]
-    assert zero and zero[0]["key"] == "push/default:source_isolation_violations"
+    assert [b["key"] for b in zero] == ["push/know_to_ask:source_isolation_violations",
+                                        "push/push:source_isolation_violations"]
 
 
 
@@ -149,7 +151,8 @@ def test_a_leak_hidden_by_holding_out_the_leaking_conversations_is_a_regression(
     """GitHub's shape: the merge commit checked out at depth 1, the base its first parent."""
     dev = _leaky_pr(push_origin, tmp_path, hide=True)
     # The leaking conversations are measured at the base's fixtures: bless refuses.
-    refused_then_committed_by_hand(dev, HOLDOUT_REASON, "push/default:source_isolation_violations")
+    refused_then_committed_by_hand(dev, HOLDOUT_REASON,
+                                   "push/know_to_ask:source_isolation_violations")
     main_sha = git(push_origin, "rev-parse", "main")
     ci = push_pr((push_origin, main_sha), dev, tmp_path, "holdout", {})
     assert git(ci.path, "rev-parse", "--is-shallow-repository") == "true"
@@ -232,7 +235,7 @@ def test_newly_failing_items_fixed_by_rewording_their_distractor_do_not_pass(vet
 
 # -- 3. symlinks in the base's fixture folder: the invariant run ------------------------------
 
-DROP_REASON = ("The push suite moves to the conversations service repository; push/default is "
+DROP_REASON = ("The push suite moves to the conversations service repository; push/push is "
                "no longer measured here")
 
 
@@ -284,7 +287,8 @@ def test_a_dropped_suite_whose_leaking_fixtures_are_symlinks_is_still_measured(
     assert check(work, ci=True).code == 1
     commit(work, "drop push", {
         "membench.toml": push_config("leaky:Leaky", veto=True).split("[suites.push]")[0]})
-    refused_then_committed_by_hand(work, DROP_REASON, "push/default:source_isolation_violations")
+    refused_then_committed_by_hand(work, DROP_REASON,
+                                   "push/know_to_ask:source_isolation_violations")
     result = check(work, ci=True)
     assert result.code == 1, result.stdout
     assert any(b["kind"] == "zero" for b in result.verdict["breaches"])
@@ -309,8 +313,10 @@ def test_removed_items_that_passed_at_base_are_not_called_failing(push_origin: P
     dev = _leaky_pr(push_origin, tmp_path, hide=True)
     result = check(dev, ci=True)
     removed = [b for b in result.verdict["breaches"] if b["kind"] == "item-removed"]
-    assert removed and all(b["key"].startswith("push/default#conv-") for b in removed)
+    assert removed and all(b["key"].startswith(("push/know_to_ask#conv-", "push/push#conv-"))
+                           for b in removed)
     base = json.loads(result.files["base.json"] or "{}")
-    assert not set(b["key"].split("#")[1] for b in removed) & \
-        set(base["cells"]["push/default"]["failed"])  # every one of them passed at base
+    for b in removed:  # every one of them passed at base
+        cell, _, item = b["key"].partition("#")
+        assert item not in base["cells"][cell]["failed"]
     assert "removed while failing at base" not in result.stdout

@@ -176,7 +176,7 @@ def test_a_results_file_of_another_config_is_still_held_to_its_items(
 # -- items that do not follow from their recorded answers ---------------------------------------
 
 def test_an_edited_outcome_is_named(repo: Path, honest: dict[str, Any]) -> None:
-    cell = "push/default"
+    cell = "push/know_to_ask"
     item = first_failing(honest, cell)
     honest["items"][cell][item]["outcome"] = "pass"
     assert_refused(check_results(repo, write(repo, "outcome.json", honest)),
@@ -225,9 +225,14 @@ def _decision(record: dict[str, Any]) -> None:
 
 def _push(record: dict[str, Any]) -> None:
     if record["expect"] == "silent":  # it fired: said to be a turn that should inject that
-        record.update(expect="retrieve", gold=record["injected"][:1])
+        record.update(expect="retrieve", gold=record["injected"][:1],
+                      relevant=record["injected"][:1])
     else:  # it missed: said to be a turn that should stay silent
         record.update(expect="silent")
+
+
+def _slug(record: dict[str, Any]) -> None:
+    record["relevant"] = sorted({*record["relevant"], record["slug"]})  # said to be injected
 
 
 EDITS: list[tuple[str, Callable[[dict[str, Any]], bool], Callable[[dict[str, Any]], None], str]] = [
@@ -239,7 +244,9 @@ EDITS: list[tuple[str, Callable[[dict[str, Any]], bool], Callable[[dict[str, Any
      _continuity, "keywords"),
     ("writeback/continuity", lambda r: r.get("kind") == "decision"
      and any(h["id"] not in r["seeded"] for h in r["hits"]), _decision, "keywords"),
-    ("push/default", lambda r: r["expect"] == "silent" or not r["injected"], _push, "expect"),
+    ("push/know_to_ask", lambda r: r["expect"] == "silent" or not r["injected"], _push,
+     "expect"),
+    ("push/push", lambda r: not r["foreign"], _slug, "relevant"),
 ]
 
 
@@ -394,7 +401,7 @@ def test_merge_refuses_a_part_whose_item_was_edited_to_pass(repo: Path, parts: l
 
 def test_merge_refuses_a_part_missing_an_item_of_its_shard(repo: Path, parts: list[str]) -> None:
     data = read(repo, parts[0])
-    cell = "push/default"
+    cell = "push/know_to_ask"
     item = min(data["items"][cell])
     del data["items"][cell][item], data["digests"][cell][item]
     write(repo, "short-1.json", rescore(data))

@@ -102,18 +102,30 @@ def all_records(draw: st.DrawFn) -> dict[str, Records]:
         } for p in probes}}
     pages = ["a", "b", "c", "d"]
     turns = draw(st.lists(ids, max_size=12, unique=True))
-    if turns:
-        out["push"] = {"push/default": {}}
-        for turn in turns:
-            injected = draw(st.lists(st.sampled_from(pages), max_size=3, unique=True))
-            out["push"]["push/default"][f"c.{turn}"] = {
-                "expect": draw(st.sampled_from(["retrieve", "silent"])),
-                "injected": injected,
-                "foreign": sorted(draw(st.sets(st.sampled_from(injected))) if injected else []),
-                "gold": draw(st.lists(st.sampled_from(pages), max_size=2, unique=True)),
-                "acceptable": draw(st.lists(st.sampled_from(pages), max_size=1)),
-                "tokens": draw(st.integers(min_value=0, max_value=50)),
-            }
+    push: Records = {}
+    for turn in turns:
+        # One turn's record, in each cell item that records it: the turn item of
+        # push/know_to_ask, a gold-slug item per gold page (or the stay-silent record) of
+        # push/push. A turn's slug items may fall in different shards.
+        injected = draw(st.lists(st.sampled_from(pages), max_size=3, unique=True))
+        expect = draw(st.sampled_from(["retrieve", "silent"]))
+        gold = draw(st.lists(st.sampled_from(pages), min_size=1, max_size=2, unique=True)) \
+            if expect == "retrieve" else []
+        detail = {
+            "turn": f"c.{turn}", "asked": "…", "category": None, "expect": expect,
+            "gold": gold, "acceptable": draw(st.lists(st.sampled_from(pages), max_size=1)),
+            "injected": injected, "text": None,
+            "foreign": sorted(draw(st.sets(st.sampled_from(injected))) if injected else []),
+            "relevant": sorted(draw(st.sets(st.sampled_from(injected))) if injected else []),
+            "tokens": draw(st.integers(min_value=0, max_value=50)),
+        }
+        push.setdefault("push/know_to_ask", {})[f"c.{turn}"] = detail
+        for slug in gold:
+            push.setdefault("push/push", {})[f"c.{turn}#{slug}"] = {**detail, "slug": slug}
+        if not gold:
+            push.setdefault("push/push", {})[f"c.{turn}"] = detail
+    if push:
+        out["push"] = push
     facts = draw(st.lists(ids, max_size=10, unique=True))
     probes_wb = draw(st.lists(ids, max_size=6, unique=True))
     # A few memories that many facts' searches return: one hit satisfies at most one gold fact

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from membench_gate.adapter.types import Answer, Query, Record, Session
+from membench_gate.adapter.types import Answer, Pushed, Query, Record, Session
 from membench_gate.config import load_config
 from membench_gate.report.selftest import read_report, sensitivity_markdown
 from membench_gate.run.runner import run
@@ -44,14 +44,18 @@ def test_every_gated_and_zero_metric_of_every_cell_is_breached(selftest_run: Any
     assert data["blind"] == [] and data["covered"] == data["total"] == len(data["metrics"])
     # Every gated and zero-gated metric of the five suites, and nothing reported-only.
     assert "writeback/fidelity:non_fact_leak_rate" in data["metrics"]
-    assert "push/default:source_isolation_violations" in data["metrics"]
+    assert "push/know_to_ask:source_isolation_violations" in data["metrics"]
+    assert {"push/know_to_ask:know_to_ask_failure_rate", "push/know_to_ask:false_fire_rate",
+            "push/push:push_precision", "push/push:push_recall",
+            "push/push:source_isolation_violations"} <= set(data["metrics"])
     assert data["kinds"]["abstention/default:controls_passing"] == "zero"
     assert not any(key.endswith((":mrr", ":coverage", ":avg_injected_tokens"))
                    for key in data["metrics"])
     assert all(data["metrics"][key] for key in data["metrics"])
     assert data["metrics"]["writeback/fidelity:provenance_accuracy"]
     assert "strip-provenance" in data["metrics"]["writeback/fidelity:provenance_accuracy"]
-    assert data["metrics"]["push/default:source_isolation_violations"] == ["inject-foreign-source"]
+    for cell in ("push/know_to_ask", "push/push"):
+        assert data["metrics"][f"{cell}:source_isolation_violations"] == ["inject-foreign-source"]
     assert "resurrect-superseded" in data["metrics"]["veto/lifecycle:stale_surfaced"]
     assert "never-abstain" in data["metrics"]["recall/temporal:false_answer_rate"]
     assert f"gate sensitivity {data['total']}/{data['total']} metrics" in proc.stdout
@@ -65,9 +69,9 @@ def test_the_scoreboard_line_says_n_of_n(selftest_run: Any, tmp_path: Path) -> N
     path.write_text(json.dumps(data), encoding="utf-8")
     line = sensitivity_markdown(read_report(path))
     assert f"**Gate sensitivity {data['total']}/{data['total']}**" in line
-    data["blind"], data["covered"] = ["push/default:push_recall"], data["total"] - 1
+    data["blind"], data["covered"] = ["push/push:push_recall"], data["total"] - 1
     path.write_text(json.dumps(data), encoding="utf-8")
-    assert "blind to push/default:push\\_recall" in sensitivity_markdown(read_report(path))
+    assert "blind to push/push:push\\_recall" in sensitivity_markdown(read_report(path))
 
 
 def test_a_metric_no_chosen_mutant_breaches_is_named_and_exits_1(tmp_path: Path) -> None:
@@ -87,8 +91,9 @@ def test_an_invariant_the_adapter_already_breaks_is_not_credited(tmp_path: Path)
                    "--json", tmp_path / "st.json", cwd=tmp_path)
     assert proc.returncode == 1
     data = json.loads((tmp_path / "st.json").read_text(encoding="utf-8"))
-    assert data["unmutated_breaches"] == ["push/default:source_isolation_violations"]
-    assert "push/default:source_isolation_violations" in data["blind"]
+    assert data["unmutated_breaches"] == ["push/know_to_ask:source_isolation_violations",
+                                          "push/push:source_isolation_violations"]
+    assert "push/push:source_isolation_violations" in data["blind"]
 
 
 FINDS_NOTHING = """
@@ -173,12 +178,16 @@ class Checked:
         return answer
 
     def push(self, query: Query, item: str) -> list[str]:
-        ids = self.inner.push(query, item)
+        return self.push_answer(query, item).ids
+
+    def push_answer(self, query: Query, item: str) -> Pushed:
+        pushed = self.inner.push_answer(query, item)
+        ids = pushed.ids
         assert len(ids) <= query.k and len(set(ids)) == len(ids), (self.inner.name, item)
         if not self.writing:  # (after a write, the memory's own ids are valid too)
             assert set(ids) <= self.ids, (self.inner.name, item)
         self.calls += 1
-        return ids
+        return pushed
 
 
 @pytest.mark.parametrize("mutant", MUTANTS, ids=[m.name for m in MUTANTS])

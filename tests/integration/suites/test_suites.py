@@ -70,7 +70,8 @@ def abstaining_reference(tmp_path_factory: pytest.TempPathFactory) -> dict[str, 
 def test_reference_runs_every_cell(reference: dict[str, Any]) -> None:
     assert set(reference["cells"]) == {
         "veto/files_known", "veto/files_unknown", "veto/lifecycle", "abstention/default",
-        "abstention/control_floor_off", "abstention/control_shuffled", "push/default",
+        "abstention/control_floor_off", "abstention/control_shuffled", "push/know_to_ask",
+        "push/push",
         "writeback/fidelity", "writeback/continuity",
         "recall/knowledge-update", "recall/multi-session", "recall/single-session",
         "recall/temporal",
@@ -123,9 +124,12 @@ def test_reference_net_beats_floor_off(reference: dict[str, Any]) -> None:
 
 
 def test_reference_push_source_isolation(reference: dict[str, Any]) -> None:
-    push = metrics(reference, "push/default")
-    assert push["source_isolation_violations"] == 0
-    assert all(not item["foreign"] for item in reference["items"]["push/default"].values())
+    for cell in ("push/know_to_ask", "push/push"):
+        assert metrics(reference, cell)["source_isolation_violations"] == 0
+        assert all(not item["foreign"] for item in reference["items"][cell].values())
+    # The work copy of a page seeded in two sources is injected, under its own id.
+    assert reference["items"]["push/push"]["conv-12.t01#nadia-haddad"]["injected"] == \
+        ["nadia-haddad@work"]
 
 
 def test_abstention_n_counts_every_probe(reference: dict[str, Any]) -> None:
@@ -152,13 +156,14 @@ def test_oracle_is_perfect(oracle: dict[str, Any]) -> None:
     assert default["wrong"] == 0
     assert oracle["cells"]["abstention/default"]["failed"] == []
     assert default["net_at_1"] > 0
-    push = metrics(oracle, "push/default")
+    know, push = metrics(oracle, "push/know_to_ask"), metrics(oracle, "push/push")
     assert push["push_precision"] == 1
     assert push["push_recall"] == 1
-    assert push["false_fire_rate"] == 0
-    assert push["know_to_ask_failure_rate"] == 0
-    assert push["source_isolation_violations"] == 0
-    assert oracle["cells"]["push/default"]["failed"] == []
+    assert know["false_fire_rate"] == 0
+    assert know["know_to_ask_failure_rate"] == 0
+    assert know["source_isolation_violations"] == push["source_isolation_violations"] == 0
+    assert oracle["cells"]["push/know_to_ask"]["failed"] == []
+    assert oracle["cells"]["push/push"]["failed"] == []
 
 
 def test_floor_off_control_caught_when_it_stops_failing(oracle: dict[str, Any]) -> None:
@@ -188,9 +193,9 @@ def test_always_abstaining_adapter_recall_zero(abstainer: dict[str, Any]) -> Non
         assert metrics(abstainer, f"veto/{condition}")["veto_recall_at_k"] == 0
     default = metrics(abstainer, "abstention/default")
     assert default["wrong"] == 0
-    push = metrics(abstainer, "push/default")
-    assert push["push_recall"] == 0
-    assert push["false_fire_rate"] == 0
+    assert metrics(abstainer, "push/push")["push_recall"] == 0
+    assert metrics(abstainer, "push/push")["push_precision"] == 1  # nothing injected
+    assert metrics(abstainer, "push/know_to_ask")["false_fire_rate"] == 0
     # Both controls stop failing for an adapter that never answers, and both are counted.
     assert default["controls_passing"] == 2
     for control in CONTROLS:
@@ -200,9 +205,8 @@ def test_always_abstaining_adapter_recall_zero(abstainer: dict[str, Any]) -> Non
 def test_abstaining_with_hits_pushes_nothing(abstaining_reference: dict[str, Any]) -> None:
     # The contract: hits are returned even when abstaining; abstaining still answers nothing.
     assert metrics(abstaining_reference, "abstention/default")["wrong"] == 0
-    push = metrics(abstaining_reference, "push/default")
-    assert push["push_recall"] == 0
-    assert push["false_fire_rate"] == 0
+    assert metrics(abstaining_reference, "push/push")["push_recall"] == 0
+    assert metrics(abstaining_reference, "push/know_to_ask")["false_fire_rate"] == 0
     # The floor-off control reads the hits, so it is wrong and fails as it should.
     assert metrics(abstaining_reference, "abstention/control_floor_off")["wrong"] > 0
     assert abstaining_reference["cells"]["abstention/control_floor_off"]["failed"] == []
@@ -220,29 +224,3 @@ def test_always_abstaining_adapter_scores_net_zero(adapter_run: str,
 def test_always_abstaining_adapter_has_zero_coverage(abstainer: dict[str, Any]) -> None:
     # coverage: "Share of probes the system answered instead of abstaining" — it answered none.
     assert metrics(abstainer, "abstention/default")["coverage"] == 0
-
-
-def test_push_is_scored_from_the_turn_records_alone() -> None:
-    """Ask, then score: the push metrics follow from the records, with no adapter process."""
-    from membench_gate.suites.push import scoring as push
-    from membench_gate.suites.push.options import PushOptions
-
-    def turn(expect: str, injected: list[str], gold: tuple[str, ...] = (),
-             foreign: tuple[str, ...] = (), tokens: int = 0) -> dict[str, Any]:
-        return {"expect": expect, "injected": injected, "foreign": list(foreign),
-                "gold": list(gold), "acceptable": [], "tokens": tokens}
-
-    run = push.score({"push/default": {
-        "c.1": turn("retrieve", ["a", "x"], gold=("a", "b"), tokens=8),  # hit: passes
-        "c.2": turn("retrieve", [], gold=("b",)),  # missed
-        "c.3": turn("silent", ["a"], tokens=4),  # fired
-        "c.4": turn("silent", []),  # silent: passes
-        "c.5": turn("retrieve", ["b", "z"], gold=("b",), foreign=("z",)),  # a foreign id fails it
-    }}, PushOptions())
-    cell = run.cells["push/default"]
-    assert cell.metrics == {
-        "know_to_ask_failure_rate": 1 / 3, "false_fire_rate": 0.5,
-        "push_precision": 2 / 5, "push_recall": 2 / 4,
-        "source_isolation_violations": 1, "avg_injected_tokens": 12 / 5,
-    }
-    assert cell.gold_total == 5 and cell.failed == ["c.2", "c.3", "c.5"]

@@ -122,16 +122,17 @@ def test_push_gold_is_valid() -> None:
     convs = conversations()
     assert no_duplicates([c["id"] for c in convs]) == []
     for conv in convs:
-        slugs = [p["slug"] for p in conv["pages"]]
-        assert no_duplicates(slugs) == [], conv["id"]
+        pages = [(p["slug"], p["source"]) for p in conv["pages"]]
+        assert no_duplicates([f"{slug} {source}" for slug, source in pages]) == [], conv["id"]
         assert no_duplicates([t["id"] for t in conv["turns"]]) == [], conv["id"]
-        pages = {p["slug"]: p for p in conv["pages"]}
         for turn in conv["turns"]:
             where = f"{conv['id']}.{turn['id']}"
-            for slug in turn["gold"] + turn["acceptable"]:
-                assert slug in pages, (where, slug)
-                assert pages[slug]["source"] == conv["source"], (where, slug)
-            assert (turn["expect"] == "retrieve") == bool(turn["gold"]), where
+            if turn.get("role") == "assistant":
+                assert not {"expect", "gold", "acceptable"} & set(turn), where
+                continue
+            for slug in turn.get("gold", []):  # gold is a page of the conversation's source
+                assert (slug, conv["source"]) in pages, (where, slug)
+            assert (turn.get("expect") == "retrieve") == bool(turn.get("gold")), where
 
 
 # -- sizes and shape -----------------------------------------------------------------------------
@@ -183,11 +184,22 @@ def test_push_counts() -> None:
     assert len({c["source"] for c in convs}) >= 2
     turns = [t for c in convs for t in c["turns"]]
     assert len(turns) >= 60
-    kinds = Counter(t["expect"] for t in turns)
-    assert kinds["silent"] > 0
-    assert kinds["retrieve"] > 0
-    # Cross-source temptations: a page of another source is stored with the conversation.
+    kinds = Counter(t.get("expect") for t in turns if t.get("role", "user") == "user")
+    assert kinds["silent"] > 0 and kinds["retrieve"] > 0
+    assert kinds[None] >= 2  # user turns pushed as context, not scored
+    assert sum(1 for t in turns if t.get("role") == "assistant") >= 3
+    assert sum(1 for t in turns if t.get("at")) >= len(turns) / 2
+    # Cross-source temptations: a page of another source is stored with the conversation...
     assert sum(1 for c in convs if any(p["source"] != c["source"] for p in c["pages"])) >= 2
+    # ... and a slug seeded in two sources (a twin) whose own copy is gold.
+    twins = [c for c in convs if len({p["slug"] for p in c["pages"]}) < len(c["pages"])]
+    assert any(not c.get("holdout") for c in twins)
+    seeded = {(c["id"], p["slug"]) for c in convs for p in c["pages"]}
+    assert any((c["id"], slug) not in seeded for c in convs for t in c["turns"]
+               for slug in t.get("acceptable", []))  # an acceptable slug never seeded
+    assert any(c.get("suites") == ["push"] for c in convs)
+    assert any(len(t.get("gold", [])) >= 3 for t in turns)
+    assert all(c.get("category") for c in convs)
 
 
 def test_recall_counts() -> None:
@@ -240,8 +252,15 @@ def test_holdout_items_are_excluded_unless_included(suite: str) -> None:
         gold = {q["id"]: q.get("holdout", False) or bool(set(q["gold"]) & held)
                 for q in recall_queries()}
     else:
-        gold = {f"{c['id']}.{t['id']}": t.get("holdout", False) or c.get("holdout", False)
-                for c in conversations() for t in c["turns"]}
+        gold = {}
+        for c in conversations():
+            for t in (t for t in c["turns"] if t.get("expect")):
+                held = t.get("holdout", False) or c.get("holdout", False)
+                ids = [f"{c['id']}.{t['id']}"] if "know_to_ask" in c.get("suites", ["know_to_ask"]) \
+                    or t["expect"] == "silent" else []
+                if "push" in c.get("suites", ["push"]) and t["expect"] == "retrieve":
+                    ids += [f"{c['id']}.{t['id']}#{slug}" for slug in t["gold"]]
+                gold.update(dict.fromkeys(ids, held))
     assert set(included.digests) == set(gold)
     assert set(excluded.digests) == {i for i, held in gold.items() if not held}
 

@@ -43,6 +43,6 @@ def test_held_out_page_is_not_ingested_and_turns_naming_it_not_scored(tmp_path: 
     })
     fx = load_suite("push", ["push"], tmp_path, include_holdout=False)
     assert [p.slug for p in fx.conversations[0].pages] == ["ana-lima"]
-    assert sorted(fx.digests) == ["c.t1"]
+    assert sorted(fx.digests) == ["c.t1", "c.t1#ana-lima"]
     assert sorted(load_suite("push", ["push"], tmp_path, include_holdout=True).digests) == [
-        "c.t1", "c.t2"]
+        "c.t1", "c.t1#ana-lima", "c.t2", "c.t2#bo-chen"]
