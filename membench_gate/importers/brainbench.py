@@ -564,7 +564,8 @@ def convert(sources: list[Path]) -> Imported:
         render=lambda out: {"suites.toml": suites_toml(out, parts, len(fixtures))},
         replaces=tuple(f"{part}/{sub}" for part, sub in SUBFOLDERS.items()),
         # Load what was written as a run will, before anything is written.
-        loads={"writeback": [part for part in (WRITEBACK, CONTINUITY) if parts[part]]}
-        if parts[WRITEBACK] or parts[CONTINUITY] else {},
+        loads={suite: folders for suite, folders in (
+            ("push", [PUSH] if parts[PUSH] else []),
+            ("writeback", [part for part in (WRITEBACK, CONTINUITY) if parts[part]])) if folders},
         enable="paste the tables of {out}/suites.toml into membench.toml",
     )

@@ -257,7 +257,11 @@ CASES = [
      "fixtures/c1-reader.fixture.json: active_source 'team' differs from its writer's 'default'"),
     ("unknown suite", _edit("wb-gap", 0, lambda f: f.update(suites=["recall"])),
      "suites must name some of know-to-ask, push, write-back, continuity, not 'recall'"),
-    # Caught by loading the output as a run will: the writeback suite's own rule.
+    # Caught by loading the output as a run will: the suites' own rules.
+    ("page record ids collide", _edit("ms-twins", 0, lambda f: f["seed_pages"].append(
+        {"slug": "people/mira-vale@team", "content": "A slug that looks like a twin's id."})),
+     "out/push/conversations/ms-twins.json: conversation ms-twins: duplicate page record id "
+     "'people/mira-vale@team'"),
     ("keyword without letters", _edit("wb-gap", 1, lambda g: g["turns"]["3"]["gold_facts"][0]
                                       .update(match_keywords=["Lisbon", "--"])),
      "out/writeback/sessions/wb-gap.json: gold_facts.2.keywords: Value error, a keyword has no "
@@ -328,11 +332,13 @@ def test_the_pasted_tables_run_the_reference_memory_on_the_import(tmp_path: Path
     assert do_import(write_corpus(tmp_path / "corpus"), bench / "bb") == 0
     text = (bench / "bb" / "suites.toml").read_text(encoding="utf-8")
     config = bench / "membench.toml"
-    config.write_text(text[text.index("[suites.writeback]"):], encoding="utf-8")
+    config.write_text(text, encoding="utf-8")
     counts = read(bench / "bb" / "SOURCE.json")["counts"]
     for flags, mode in (([], "items"), (["--include-holdout"], "items with holdout")):
         out = tmp_path / f"results-{len(flags)}.json"
         assert main(["run", "--config", str(config), "--out", str(out), *flags]) == 0
         cells = read(out)["cells"]
-        for cell in ("writeback/fidelity", "writeback/continuity"):
+        for cell in ("push/know_to_ask", "push/push", "writeback/fidelity",
+                     "writeback/continuity"):
             assert cells[cell]["gold_total"] == counts[f"{cell} {mode}"], (cell, mode)
+        assert cells["push/push"]["metrics"]["source_isolation_violations"] == 0
