@@ -144,7 +144,7 @@ def scenario(name: str) -> str:
         committed = head.to_baseline(Justification(
             text="Smaller embedding vectors halve the index size; the drop in veto recall on "
                  "veto/files_known and veto/files_unknown, NET on abstention/default and push "
-                 "precision on push/default is accepted for the memory budget of the mobile "
+                 "precision on push/push is accepted for the memory budget of the mobile "
                  "client.",
             breaches=sorted(b.key for b in verdict.breaches if b.kind not in ("zero", "floor"))))
     elif name == "hostile":
