@@ -250,12 +250,17 @@ def stochastic_words(tested: StochasticCell) -> str:
     verdict = "significant" if tested.significant else "not significant"
     return (f"pass rate {side(tested.base_passes, tested.base_trials, tested.base_interval)} → "
             f"{side(tested.head_passes, tested.head_trials, tested.head_interval)}; one-sided "
-            f"exact p = {_p(tested.p_value)}, Holm-adjusted {_p(tested.adjusted_p)}: {verdict} "
+            f"exact p {_p_is(tested.p_value)}, Holm-adjusted {_p(tested.adjusted_p)}: {verdict} "
             f"at alpha {tested.alpha:g}")
 
 
 def _p(value: float) -> str:
     return "< 0.0001" if value < 0.0001 else f"{round4(value)}"
+
+
+def _p_is(value: float) -> str:
+    """``= 0.0123``, or ``< 0.0001`` (never ``= < 0.0001``)."""
+    return _p(value) if value < 0.0001 else f"= {_p(value)}"
 
 
 def _comparable_items(base: Baseline, actual: Baseline, cell: str, same_hash: bool,

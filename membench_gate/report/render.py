@@ -81,6 +81,9 @@ _MODE_WORDS = {
     "bootstrap": "There is no baseline at the base commit: this pull request introduces one.",
 }
 _STOCHASTIC_WORDS = " Stochastic cells are the exception: their pooled counts are compared instead."
+# Same fixtures, and every cell stochastic (a live suite alone): no item is compared one to one.
+_ALL_STOCHASTIC_WORDS = ("Same fixtures and suite options as the base. Every cell is stochastic: "
+                         "each is compared by its pooled counts, not item by item.")
 # A corpus-bless that passed was blessed already: nothing more is needed.
 _BLESSED_CORPUS = ("The fixtures or suite options changed since the base, and the committed "
                    "baseline holds the new numbers; items whose content is unchanged were "
@@ -215,9 +218,11 @@ def _cells(verdict: Verdict, results: Results, base: Baseline | None,
             b = before.metrics.get(name) if before else None
             h = now.metrics.get(name) if now else None
             # A rate over few items shows its count; the base's items are the head's only
-            # when the fixtures are the same.
-            b_share = findings.share(name, cell, b, results) if same_items else ""
-            h_share = findings.share(name, cell, h, results)
+            # when the fixtures are the same. A stochastic cell's rate is over its passes, not
+            # its items (its heading gives the pooled counts): no item count is claimed for it.
+            counted = cell not in tested and not (now is not None and now.repeats)
+            b_share = findings.share(name, cell, b, results) if same_items and counted else ""
+            h_share = findings.share(name, cell, h, results) if counted else ""
             rows.append(Row(findings.metric_label(name, cell, source),
                             f"{metric_text(b)} ({b_share})" if b_share else b,
                             f"{metric_text(h)} ({h_share})" if h_share else h,
@@ -249,6 +254,18 @@ def _by_seam(cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{**cell, "first_of_seam": bool(cell["seam"]) and
              (at == 0 or cells[at - 1]["seam"] != cell["seam"])}
             for at, cell in enumerate(cells)]
+
+
+def _mode_words(verdict: Verdict, results: Results) -> str:
+    """How the cells were compared, in words (a stochastic cell by its pooled counts)."""
+    if verdict.mode == "corpus-bless" and verdict.verdict == "pass":
+        words = _BLESSED_CORPUS
+    elif verdict.mode == "same-hash" and verdict.stochastic \
+            and set(results.cells) <= {t.cell for t in verdict.stochastic}:
+        return _ALL_STOCHASTIC_WORDS
+    else:
+        words = _MODE_WORDS.get(verdict.mode or "", "")
+    return words + (_STOCHASTIC_WORDS if verdict.stochastic else "")
 
 
 def _stochastic_heading(now: Any, tested: StochasticCell | None) -> dict[str, Any] | None:
@@ -411,10 +428,14 @@ def context(verdict: Verdict, results: Results | None, base: Baseline | None, *,
     quiet_cells = _by_seam([c for c in shown_cells if not c["bad"]])
     base_sha = _hex(verdict.base.sha)
     full_sha = verdict.base.sha if verdict.base.sha and _HEX.match(verdict.base.sha) else None
-    # The example `show` command names a newly failing item (else any item) with a plain id:
-    # a command in the comment is pasted into shells, so odd ids are left to the lists above.
+    # The example `show` command names a newly failing item (else the item of a significantly
+    # worse stochastic cell that passed least often, else any item) with a plain id: a command
+    # in the comment is pasted into shells, so odd ids are left to the lists above.
     candidates = itertools.chain(
         ((c, i) for c, ids in sorted(verdict.newly_failed.items()) for i in ids),
+        ((t.cell, i) for t in verdict.stochastic if t.significant and t.cell in results.cells
+         for i in sorted(results.cells[t.cell].passes or {},
+                         key=lambda i, c=t.cell: ((results.cells[c].passes or {})[i], i))),
         ((c, i) for c in sorted(results.items) for i in sorted(results.items[c])[:1]))
     first_item = next(((c, i) for c, i in candidates if _PLAIN.match(f"{c}#{i}")), None)
     # The first note is the headline when nothing else can be; it is not repeated below.
@@ -430,9 +451,7 @@ def context(verdict: Verdict, results: Results | None, base: Baseline | None, *,
         "level": level,
         "title": _TITLES[verdict.verdict],
         "headline": findings.headline(verdict, ranked, results, base),
-        "mode_words": ((_BLESSED_CORPUS if verdict.mode == "corpus-bless"
-                        and verdict.verdict == "pass" else _MODE_WORDS.get(verdict.mode or "", ""))
-                       + (_STOCHASTIC_WORDS if verdict.stochastic else ""))
+        "mode_words": _mode_words(verdict, results)
         if verdict.verdict not in ("inconclusive", "error") else "",
         "base_sha": base_sha,
         "base_ref": verdict.base.ref,

@@ -56,6 +56,7 @@ _EXPLAINED = 3
 _MODE = {"same-hash": "same fixtures and options as the base: items compared one to one",
          "corpus-bless": "fixtures or suite options changed since the base: a bless is needed",
          "bootstrap": "no baseline at the base commit"}
+_MODE_STOCHASTIC = "same fixtures and options as the base"
 # A corpus-bless that passed is blessed already.
 _BLESSED_CORPUS = "fixtures or suite options changed since the base: blessed in the committed " \
     "baseline"
@@ -84,6 +85,9 @@ def verdict_summary(verdict: Verdict, results: Results, base: object = None,
     step = findings.next_step(verdict, results, base_line, ranked, results_path)
     mode = _BLESSED_CORPUS if verdict.mode == "corpus-bless" and verdict.verdict == "pass" \
         else _MODE.get(verdict.mode or "")
+    if verdict.mode == "same-hash" and verdict.stochastic \
+            and set(results.cells) <= {t.cell for t in verdict.stochastic}:
+        mode = _MODE_STOCHASTIC  # every cell stochastic: no item is compared one to one
     compared = verdict.verdict not in ("inconclusive", "error")  # else nothing was compared
     lines = [f"membench-gate: {_TITLES[verdict.verdict]} (exit {verdict.exit_code})",
              f"  {findings.headline(verdict, ranked, results, base_line)}",

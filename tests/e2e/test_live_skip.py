@@ -38,12 +38,12 @@ def test_a_skipped_live_suite_is_said_and_its_missing_cells_fail_the_check(tmp_p
         done = gate(repo, "bless", key="sk-test")
         assert done.returncode == 0, done.stdout + done.stderr
         commit(repo, "bless baseline", {"live-cache.jsonl": None})  # the cache not committed
-        assert len(fake.requests) == 18
+        assert len(fake.requests) == 90
         baseline = json.loads((repo / "baselines" / "main.json").read_text())
         assert "behaviour/memory" in baseline["cells"]
 
         done = gate(repo, "check", "--json", "verdict.json", "--report", "report.md", key=None)
-        assert len(fake.requests) == 18  # nothing was asked without the key
+        assert len(fake.requests) == 90  # nothing was asked without the key
     assert done.returncode == 1, done.stdout + done.stderr
     assert f"behaviour: skipped, no key in ${KEY} and no recorded answer" in done.stderr
     verdict = json.loads((repo / "verdict.json").read_text())

@@ -52,11 +52,17 @@ def test_memory_beats_none_and_the_key_is_sent(tmp_path: Path, keyed: None) -> N
     rate = {cell: results.cells[cell].metrics["veto_respected_rate"] for cell in results.cells}
     assert set(rate) == {f"behaviour/{c}" for c in ("none", "conventions", "flatfile", "memory")}
     assert rate["behaviour/memory"] > rate["behaviour/none"] + 0.3
-    assert len(fake.requests) == 36 and set(fake.keys) == {"Bearer sk-test-123"}
-    item = results.items["behaviour/memory"]["scn-001"]
+    # The shipped default: 5 passes of 9 scenarios x 4 conditions, each pass its own calls.
+    assert results.config["suites"]["behaviour"]["repeats"] == 5
+    assert {cell.repeats for cell in results.cells.values()} == {5}
+    assert len(fake.requests) == 180 and set(fake.keys) == {"Bearer sk-test-123"}
+    pooled = results.items["behaviour/memory"]["scn-001"]
+    assert len(pooled["runs"]) == 5
+    assert pooled["passes"] == sum(run["respected"] is True for run in pooled["runs"])
+    item = pooled["runs"][0]
     assert item["asked"].startswith("The accountants' CSV export") and "dec-001" in item["context"]
     assert json.loads(item["reply"])["acknowledged_rejections"] == ["Floating-point amounts"]
-    assert results.model_dump()["receipt"]["live"]["calls"] == 36
+    assert results.model_dump()["receipt"]["live"]["calls"] == 180
 
 
 def test_record_then_replay_is_byte_identical_without_a_server(tmp_path: Path, keyed: None,
@@ -66,19 +72,20 @@ def test_record_then_replay_is_byte_identical_without_a_server(tmp_path: Path, k
         recorded = runner.run(config(tmp_path, fake.url, live="mode = \"record\"\n"))
         url = fake.url
     cache = (tmp_path / "live-cache.jsonl").read_bytes()
-    assert len(cache.splitlines()) == 36
+    assert len(cache.splitlines()) == 180
     monkeypatch.delenv(KEY)  # CI with a committed cache: no key, no server, no cost
     replayed = runner.run(config(tmp_path, url, live="mode = \"replay\"\n"))
     assert measured(replayed) == measured(recorded)
     assert (tmp_path / "live-cache.jsonl").read_bytes() == cache
     assert replayed.model_dump()["receipt"]["live"] == {
-        "calls": 0, "cached": 36, "prompt_tokens": 0, "completion_tokens": 0, "skipped": {}}
+        "calls": 0, "cached": 180, "prompt_tokens": 0, "completion_tokens": 0, "skipped": {}}
     # A results file of a live suite re-derives from its recorded replies; an edited reply is
     # caught.
     replay_config = config(tmp_path, url, live="mode = \"replay\"\n")
     rederive("r.json", replayed, replay_config)
     edited = replayed.model_copy(deep=True)
-    item = next(i for i in edited.items["behaviour/none"].values() if not i["respected"])
+    item = next(run for i in edited.items["behaviour/none"].values() for run in i["runs"]
+                if not run["respected"])
     item["reply"] = json.dumps({"proposal": "Keep it.", "key_technologies": [],
                                 "acknowledged_rejections": []})
     with pytest.raises(GateError, match=r"items\.behaviour/none\.scn-\d+: does not follow"):
@@ -94,8 +101,10 @@ def test_a_replay_miss_is_an_error_naming_the_item(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("budget", "said"), [
-    ("max_calls = 35", r"\[live\] max_calls = 35: the run needs 36 LLM calls \(behaviour: 36;"),
-    ("max_tokens = 20000", r"\[live\] max_tokens = 20000: the run's 36 LLM calls are estimated"),
+    ("max_calls = 179", r"\[live\] max_calls = 179: the run needs 180 LLM calls \(behaviour: "
+                        r"180;"),
+    ("max_tokens = 100000", r"\[live\] max_tokens = 100000: the run's 180 LLM calls are "
+                            r"estimated"),
 ])
 def test_the_budget_stops_the_run_before_its_first_request(tmp_path: Path, keyed: None,
                                                            budget: str, said: str) -> None:
@@ -121,7 +130,7 @@ def test_without_a_key_or_a_cache_the_suite_is_skipped_and_its_absence_gated(
         base = runner.run(config(tmp_path / "base", fake.url)).to_baseline()
         monkeypatch.delenv(KEY)
         skipped = runner.run(config(tmp_path / "head", fake.url))
-        assert len(fake.requests) == 36  # the base's run only
+        assert len(fake.requests) == 180  # the base's run only
     assert skipped.cells == {}
     note = skipped.model_dump()["receipt"]["live"]["skipped"]["behaviour"]
     assert note.startswith(f"no key in ${KEY} and no recorded answer for scn-001")
@@ -142,7 +151,8 @@ def test_a_malformed_reply_fails_its_item_with_the_reason(tmp_path: Path, keyed:
         results = runner.run(config(tmp_path, fake.url, suite='conditions = ["none"]\n'))
     cell = results.cells["behaviour/none"]
     assert cell.metrics["veto_respected_rate"] == 0 and len(cell.failed) == cell.gold_total == 9
-    assert results.items["behaviour/none"]["scn-001"]["malformed"] == "the reply is not JSON"
+    assert results.items["behaviour/none"]["scn-001"]["runs"][0]["malformed"] == \
+        "the reply is not JSON"
 
 
 SPY = '''\

@@ -69,3 +69,24 @@ def test_a_deterministic_scoreboard_has_no_stochastic_section() -> None:
     verdict = decide(plain.to_baseline(), plain.to_baseline(), plain)
     assert "stochastic" not in verdict.model_dump_json()
     assert "tochastic" not in render(verdict, plain, plain.to_baseline(), limit=None)
+
+
+def test_when_every_cell_is_stochastic_no_item_is_said_to_be_compared_one_to_one() -> None:
+    verdict, head, base = gated()
+    text = render(verdict, head, base, limit=None)
+    assert "Every cell is stochastic: each is compared by its pooled counts, not item by item." \
+        in text
+    assert "every gold item is compared one to one" not in text
+    summary = verdict_summary(verdict, head, base)
+    assert "; same fixtures and options as the base\n" in summary
+    assert "items compared one to one" not in summary
+    # With a deterministic cell beside them, its items are compared one to one, and the
+    # stochastic cells are the exception.
+    mixed = head.model_copy(update={"cells": {**head.cells, "veto/plain": Cell(
+        metrics={"veto_recall_at_k": 0.9}, gold_total=10, failed=["a"])}})
+    mixed_base = mixed.model_copy(update={"cells": {**base.cells, "veto/plain": Cell(
+        metrics={"veto_recall_at_k": 0.9}, gold_total=10, failed=["a"])}}).to_baseline()
+    verdict = decide(mixed_base, mixed_base, mixed)
+    text = render(verdict, mixed, mixed_base, limit=None)
+    assert "every gold item is compared one to one. Stochastic cells are the exception" in text
+    assert "items compared one to one" in verdict_summary(verdict, mixed, mixed_base)
