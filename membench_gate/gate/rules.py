@@ -175,6 +175,7 @@ def _compare_cells(base: Baseline, actual: Baseline, same_hash: bool,
     metric by metric (:func:`_stochastic`)."""
     out = _Comparison()
     stochastic: list[tuple[str, tuple[int, int], tuple[int, int]]] = []
+    reported: list[tuple[str, tuple[int, int], tuple[int, int]]] = []
     for cell_name, before in sorted(base.cells.items()):
         now = actual.cells.get(cell_name)
         if now is None:
@@ -188,7 +189,10 @@ def _compare_cells(base: Baseline, actual: Baseline, same_hash: bool,
                 key=f"{cell_name}:gold_total", kind="gold-total", base=before.gold_total,
                 head=now.gold_total, detail="gold_total changed under the same fixtures_hash"))
         if before.repeats is not None or now.repeats is not None:
-            stochastic.append((cell_name, before.counts(), now.counts()))
+            if any(metrics.gate_kind(cell_name, n) == "gated" for n in before.metrics):
+                stochastic.append((cell_name, before.counts(), now.counts()))
+            else:  # a yardstick (every metric reported): its move is shown, never a breach
+                reported.append((cell_name, before.counts(), now.counts()))
             continue
         was_failed, is_failed = set(before.failed), set(now.failed)
         newly, fixed = is_failed - was_failed, was_failed - is_failed
@@ -216,7 +220,7 @@ def _compare_cells(base: Baseline, actual: Baseline, same_hash: bool,
             elif _rounded(value) != _rounded(head):
                 out.improvements.append(Improvement(key=f"{cell_name}:{name}", base=_rounded(value),
                                                     head=_rounded(head)))
-    _stochastic(stochastic, alpha, out)
+    _stochastic(stochastic, reported, alpha, out)
     for cell_name in sorted(set(actual.cells) - set(base.cells)):
         out.notes.append(f"new cell: {cell_name} (reported, not gated)")
     if not same_hash:
@@ -224,18 +228,23 @@ def _compare_cells(base: Baseline, actual: Baseline, same_hash: bool,
     return out
 
 
-def _stochastic(cells: list[tuple[str, tuple[int, int], tuple[int, int]]], alpha: float,
+def _stochastic(cells: list[tuple[str, tuple[int, int], tuple[int, int]]],
+                reported: list[tuple[str, tuple[int, int], tuple[int, int]]], alpha: float,
                 out: _Comparison) -> None:
     """Rule 5 for stochastic cells: a one-sided exact test of the pooled counts, head against
-    base, Holm-corrected across the run's stochastic cells; a significant adverse move is a
-    ``stochastic-regression`` (blessable like a gated metric), any other move is reported."""
-    if not cells:
+    base, Holm-corrected across the run's stochastic cells with a gated metric; a significant
+    adverse move is a ``stochastic-regression`` (blessable like a gated metric), any other move
+    is reported. Cells whose metrics are all reported (the behaviour suite's yardstick
+    conditions) are tested as a family of their own and only reported: they neither breach nor
+    dilute the correction of the gated ones."""
+    if not cells and not reported:
         return
     from membench_gate.gate.stochastic import compare  # (scipy: only a stochastic run needs it)
 
-    out.stochastic = compare(cells, alpha)
+    out.stochastic = sorted([*compare(cells, alpha), *compare(reported, alpha, gated=False)],
+                            key=lambda tested: tested.cell)
     for tested in out.stochastic:
-        if tested.significant:
+        if tested.significant and tested.gated:
             out.breaches.append(Breach(
                 key=tested.cell, kind="stochastic-regression", base=_rounded(tested.base_rate),
                 head=_rounded(tested.head_rate), detail=stochastic_words(tested)))

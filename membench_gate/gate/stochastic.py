@@ -72,12 +72,14 @@ def adjusted(cells: Sequence[tuple[str, Counts, Counts]]) -> list[tuple[float, f
     return list(zip(raw, holm(raw), strict=True))
 
 
-def compare(cells: Sequence[tuple[str, Counts, Counts]], alpha: float) -> list[StochasticCell]:
-    """Each ``(cell, base counts, head counts)`` tested, Holm-corrected across all of them."""
+def compare(cells: Sequence[tuple[str, Counts, Counts]], alpha: float,
+            gated: bool = True) -> list[StochasticCell]:
+    """Each ``(cell, base counts, head counts)`` tested, Holm-corrected across all of them;
+    ``gated``: whether a significant drop of these cells is a breach or only reported."""
     tested = [(cell, base, head) for cell, base, head in cells if base[1] and head[1]]
     return [StochasticCell(
         cell=cell, base_passes=base[0], base_trials=base[1], head_passes=head[0],
         head_trials=head[1], base_interval=wilson(*base, 1 - alpha),
         head_interval=wilson(*head, 1 - alpha), p_value=p_value, adjusted_p=adjusted_p,
-        alpha=alpha, significant=adjusted_p <= alpha)
+        alpha=alpha, significant=adjusted_p <= alpha, gated=gated)
         for (cell, base, head), (p_value, adjusted_p) in zip(tested, adjusted(tested), strict=True)]

@@ -340,6 +340,8 @@ class StochasticCell(_Model):
     adjusted_p: float
     alpha: float
     significant: bool
+    # False for a cell whose metrics are all reported (a yardstick): shown, never a breach.
+    gated: bool = True
 
     @property
     def base_rate(self) -> float:

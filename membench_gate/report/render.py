@@ -285,7 +285,9 @@ def _stochastic_rows(verdict: Verdict) -> list[dict[str, Any]]:
     intervals, the one-sided p-value and its Holm adjustment, and what the gate made of it."""
     rows = []
     for t in verdict.stochastic:
-        if t.significant:
+        if not t.gated:
+            gate = "report (a significant drop, not gated)" if t.significant else "report"
+        elif t.significant:
             gate = "✅ significant, blessed" if verdict.blessed else "❌ significant drop"
         else:
             gate = "✅ lower, within the noise" if t.head_rate < t.base_rate else "✅ not lower"
@@ -433,7 +435,8 @@ def context(verdict: Verdict, results: Results | None, base: Baseline | None, *,
     # in the comment is pasted into shells, so odd ids are left to the lists above.
     candidates = itertools.chain(
         ((c, i) for c, ids in sorted(verdict.newly_failed.items()) for i in ids),
-        ((t.cell, i) for t in verdict.stochastic if t.significant and t.cell in results.cells
+        ((t.cell, i) for t in verdict.stochastic if t.significant and t.gated
+         and t.cell in results.cells
          for i in sorted(results.cells[t.cell].passes or {},
                          key=lambda i, c=t.cell: ((results.cells[c].passes or {})[i], i))),
         ((c, i) for c in sorted(results.items) for i in sorted(results.items[c])[:1]))

@@ -66,6 +66,8 @@ def stochastic_words(tested: StochasticCell) -> str:
     adjusted = "< 0.0001" if tested.adjusted_p < 0.0001 else f"{tested.adjusted_p:.4f}"
     words = "a significant drop" if tested.significant else "within the noise" \
         if tested.head_rate < tested.base_rate else "not lower"
+    if not tested.gated:
+        words += " (reported, not gated)"
     return (f"{tested.base_passes}/{tested.base_trials} → {tested.head_passes}/"
             f"{tested.head_trials} passes, p {adjusted} (Holm): {words}")
 

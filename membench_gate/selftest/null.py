@@ -28,11 +28,15 @@ Rates = dict[str, tuple[int, list[float]]]  # cell -> (repeats, each gold item's
 
 
 def rates(baseline: Baseline) -> Rates:
-    """Each stochastic cell's repeats and its items' pass rates, in item order."""
+    """Each gated stochastic cell's repeats and its items' pass rates, in item order (the cells
+    the gate can flag: one whose metrics are all reported is never a breach)."""
+    from membench_gate.model import metrics
+
     return {name: (cell.repeats, [cell.passes[item] / cell.repeats
                                   for item in sorted(cell.passes)])
             for name, cell in sorted(baseline.cells.items())
-            if cell.repeats is not None and cell.passes is not None}
+            if cell.repeats is not None and cell.passes is not None
+            and any(metrics.gate_kind(name, metric) == "gated" for metric in cell.metrics)}
 
 
 def _flagged(base: Rates, head: Rates, alpha: float, count: int, seed: int) -> int:

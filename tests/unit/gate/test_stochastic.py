@@ -34,6 +34,7 @@ def stochastic(total: int, metric: float | None = None) -> Cell:
 
 
 CELLS = ("veto/files_known", "veto/files_unknown", "veto/lifecycle")
+GATED = {"veto_recall_at_k": 0.5}  # a gated metric: the cells the gate (and its null) can flag
 
 
 def run_of(totals: dict[str, int], hash_: str = "h1") -> Baseline:
@@ -168,7 +169,7 @@ def test_counts_must_fit_the_cell() -> None:
 
 def test_null_comparisons_keep_false_alarms_at_alpha() -> None:
     # Heterogeneous items (some always pass, some never, most in between): 400 A/A comparisons.
-    cells = {name: Cell(metrics={}, gold_total=10, failed=[], repeats=R, passes={
+    cells = {name: Cell(metrics=GATED, gold_total=10, failed=[], repeats=R, passes={
         f"i{i}": n for i, n in enumerate([5, 5, 4, 4, 3, 3, 2, 1, 0, 5])}) for name in CELLS}
     base = Baseline(schema_version=1, fixtures_hash="h", config={"suites": {}}, cells=cells)
     null = null_comparisons(base, {}, alpha=0.05, count=400)
@@ -183,7 +184,7 @@ def test_power_against_a_regression_is_measured() -> None:
     def of(passes: list[int]) -> Baseline:
         return Baseline(schema_version=1, fixtures_hash="h", config={"suites": {}},
                         cells={"veto/files_known": Cell(
-                            metrics={}, gold_total=len(passes), failed=[], repeats=R,
+                            metrics=GATED, gold_total=len(passes), failed=[], repeats=R,
                             passes={f"i{i:02d}": n for i, n in enumerate(passes)})})
 
     null = null_comparisons(of([5] * 18 + [4, 4]), {"worse": of([2] * 20), "same": of(
@@ -208,3 +209,23 @@ def test_a_false_alarm_rate_above_alpha_fails() -> None:
 
 def test_compare_skips_a_cell_without_trials() -> None:
     assert compare([("a/b", (0, 0), (0, 0))], 0.05) == []
+
+
+def test_a_yardstick_cell_is_reported_never_a_breach_nor_in_the_gated_family() -> None:
+    # behaviour/none reports veto_respected_rate (DESIGN §5c: only behaviour/memory is gated):
+    # its collapse is shown, not a breach, and does not enter the Holm family of the gated cell.
+    def behaviour(totals: dict[str, int]) -> Baseline:
+        run = run_of(totals)
+        for cell in run.cells.values():
+            cell.metrics = {"veto_respected_rate": cell.metrics.pop("veto_recall_at_k")}
+        return run
+
+    base = behaviour({"behaviour/memory": 90, "behaviour/none": 90})
+    head = behaviour({"behaviour/memory": 79, "behaviour/none": 10})
+    verdict = decide(base, base, head)
+    assert [(b.key, b.kind) for b in verdict.breaches] == \
+        [("behaviour/memory", "stochastic-regression")]  # p ≈ 0.025, alone in its family
+    tested = {t.cell: t for t in verdict.stochastic}
+    assert tested["behaviour/none"].significant and not tested["behaviour/none"].gated
+    assert tested["behaviour/memory"].gated
+    assert tested["behaviour/memory"].adjusted_p == pytest.approx(tested["behaviour/memory"].p_value)
