@@ -87,6 +87,8 @@ def base_outcome(config: Config, base_ref: str | None, cell: str, item: str) -> 
     digests = side.baseline.digests.get(cell)
     if digests is not None and item not in digests:
         return BaseOutcome("absent", f"{where}: the item is not in its fixtures")
+    if before.repeats is not None and before.passes is not None:  # a stochastic cell
+        return BaseOutcome(f"{before.passes.get(item, 0)}/{before.repeats} passes", where)
     return BaseOutcome("fail" if item in before.failed else "pass", where)
 
 
@@ -122,6 +124,14 @@ def render_item(results: Results, cell: str, item: str, base: BaseOutcome | None
     detail = cells.get(item)
     if detail is None:
         raise GateError(f"show: no item {item!r} in {cell}{_suggest(item, sorted(cells))}")
+    runs, passes = detail.get("runs"), detail.get("passes")
+    stochastic = isinstance(runs, list) and bool(runs) and isinstance(passes, int)
+    if stochastic:  # a suite with repeats: the pass shown is its first failing one, else pass 1
+        shown_pass = next((n for n, r in enumerate(runs)
+                           if isinstance(r, dict) and r.get("outcome") == "fail"), 0)
+        detail = runs[shown_pass] if isinstance(runs[shown_pass], dict) else {}
+        results = results.model_copy(update={"items": {
+            **results.items, cell: {**cells, item: detail}}})
     story = findings.item_story(results, cell, item)
     assert story is not None
     options = findings.suite_options(results, cell)
@@ -129,6 +139,11 @@ def render_item(results: Results, cell: str, item: str, base: BaseOutcome | None
     budget = options.get("budget")
     lines = [f"{cell}#{item}" + (f"  (k = {k})" if k is not None else "")
              + (f"  (budget = {budget})" if budget is not None else "")]
+    if stochastic:
+        lines.append(f"passes:     {passes}/{len(runs)} (stochastic: the cell is gated on its pooled "
+                     "counts, not item by item)")
+        lines.append(f"pass shown: {shown_pass + 1} of {len(runs)}"
+                     + (" (its first failing one)" if detail.get("outcome") == "fail" else ""))
     if story.asked:
         lines.append(f"asked:      {story.asked}")
     if detail.get("files"):
@@ -157,7 +172,8 @@ def render_item(results: Results, cell: str, item: str, base: BaseOutcome | None
     why = story.why(findings.option_k(results, cell))
     lines.append(f"head:       {head} — {why}")
     if base is not None:
-        state = base.outcome.upper() if base.outcome else "unknown"
+        state = (base.outcome if "/" in base.outcome else base.outcome.upper()) \
+            if base.outcome else "unknown"
         lines.append(f"base:       {state} ({base.where})")
     return "\n".join(visible(line) for line in lines)
 

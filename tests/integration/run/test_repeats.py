@@ -143,3 +143,23 @@ def test_a_deterministic_check_never_imports_scipy(tmp_path: Path) -> None:
                               capture_output=True, text=True, check=False)
         assert done.returncode == 0, done.stderr
         assert done.stdout.splitlines()[-1] == "False", argv
+
+
+def test_show_reads_a_stochastic_item_as_passes_out_of_repeats(tmp_path: Path) -> None:
+    from membench_gate.commands.show import BaseOutcome, render_item
+
+    results = run(load_config(flaky(tmp_path, keep=0.6, seed=5)))
+    cell = results.cells["veto/files_known"]
+    assert cell.passes is not None
+    item = next(i for i, n in sorted(cell.passes.items()) if 0 < n < 5)
+    runs = results.items["veto/files_known"][item]["runs"]
+    first_fail = next(n for n, r in enumerate(runs) if r["outcome"] == "fail")
+    page = render_item(results, "veto/files_known", item,
+                       BaseOutcome(f"{cell.passes[item]}/5 passes", "base abc"))
+    assert f"passes:     {cell.passes[item]}/5 (stochastic" in page
+    assert f"pass shown: {first_fail + 1} of 5 (its first failing one)" in page
+    assert "head:       FAIL" in page and "no detail recorded" not in page
+    hits = runs[first_fail]["hits"]
+    assert "came back:" in page  # the pass's own answer
+    assert (hits[0]["id"] in page) if hits else "(no hits)" in page
+    assert f"base:       {cell.passes[item]}/5 passes (base abc)" in page
