@@ -375,7 +375,8 @@ def _session(fx: _Fixture) -> dict[str, Any]:
         for number, fact in enumerate(tg["facts"] if tg else [], 1):
             facts.append({"id": f"t{turn['id']}-{number}", "turn": turn["id"], **fact})
     return {"id": fx.id, "source": fx.source, "holdout": fx.holdout, **_category(fx),
-            "turns": _spoken(fx), "gold_facts": facts}
+            **({"pages": fx.pages} if fx.pages else {}), "turns": _spoken(fx),
+            "gold_facts": facts}
 
 
 def _pair(pair_id: str, writer: _Fixture, reader: _Fixture, tally: dict[str, int]) -> dict[str, Any]:
@@ -470,7 +471,8 @@ MAPPING = {
                  "acceptable_slugs; false → expect 'silent' (its gold_slugs counted as acceptable, "
                  "as BrainBench's push precision counts them); a user turn without gold → no expect "
                  "(pushed, not scored)",
-    "writeback/sessions": "fixtures whose suites include write-back: turns with speaker = role, "
+    "writeback/sessions": "fixtures whose suites include write-back: pages = seed_pages (as "
+                          "above), turns with speaker = role, "
                           "role, at; source = active_source; gold_facts of every turn → id "
                           "t<turn_id>-<n>, keywords = match_keywords, entity = entity_slug, turn, "
                           "kind, gist",
@@ -496,7 +498,6 @@ def convert(sources: list[Path]) -> Imported:
         CONTINUITY: [_pair(pid, w, r, tally) for pid, (w, r) in pairs.items()],
     }
     conversations = {fx.id for fx in fixtures if any(s in PUSH_CELLS for s in fx.suites)}
-    in_pair = {fx.id for pair in pairs.values() for fx in pair}
     readers = [pair[1] for pair in pairs.values()]
 
     def gold_turns(fxs: Iterable[_Fixture]) -> int:
@@ -544,11 +545,9 @@ def convert(sources: list[Path]) -> Imported:
                  for tg in fx.gold.values()),
              "gold facts' 'fact' sentences: {} (not carried: BrainBench's hermetic extractor "
              "stores that text; here the memory's own write path writes, and gist is kept)"),
-            (sum(len(fx.pages) for fx in fixtures if fx.id not in conversations
-                 and fx.id not in in_pair),
-             "seed pages of write-back fixtures in no conversation or pair: {} (not carried: a "
-             "session has no pages; BrainBench's pipeline resolves a fact's entity_slug against "
-             "them, so here a write path must name each entity by its slug itself)"),
+            (sum(len(fx.pages) for fx in fixtures if "write-back" in fx.suites),
+             "seed pages of write-back fixtures: {} (carried in their sessions, ingested before "
+             "the write: BrainBench's pipeline resolves a fact's entity_slug against them)"),
             (sum(len(fx.obj.get("seed_facts") or []) for fx in fixtures),
              "seed facts: {} (not carried: no fixture format here seeds facts)"),
             (sum(1 for fx in fixtures if fx.obj.get("sources")),

@@ -10,9 +10,11 @@ Nothing here is special-cased by the suites: it is just another adapter.
   ``0.32·cosine + 0.27·file_overlap + 0.18·recency + 0.13·relevance + 0.10·approval``.
 - Abstains when the cosine of the best hit is below ``tau`` (``tau = 0`` turns the floor off).
 - Write (:mod:`membench_gate.reference.write`): ``write(session)`` keeps the sentences of a
-  conversation that state something, attributed to an entity and stamped with
-  ``{source, session, turn}`` (rules in :func:`extract`); each is stored like a record whose
-  embedded text is prefixed with its entity, so a later question naming the person finds it.
+  conversation that state something, attributed to an entity — the page of the session's source
+  in the store that the sentence names (slug words or alias), else by the speaker rules — and
+  stamped with ``{source, session, turn}`` (rules in :func:`extract`); each is stored like a
+  record whose embedded text is prefixed with its entity, so a later question naming the person
+  finds it.
   Hits carry ``text``, ``entity`` and ``provenance``.
 - Lifecycle (``Record.meta`` ``status`` / ``superseded_by``), as RoBrain documents it: a superseded
   decision is demoted below every active one (still searchable: history stays queryable), and the
@@ -104,6 +106,7 @@ class ReferenceMemory:
 
     def reset(self) -> None:
         self._records: list[Record] = []
+        self._pages: list[Record] = []
         self._matrix = np.zeros((0, self.embedder.dims), dtype=np.float64, order="F")
         # Batches not yet in the matrix, as token numbers (see HashEmbedder.tokens), and rows to
         # embed from another text than the stored one (lifecycle re-indexing).
@@ -122,6 +125,8 @@ class ReferenceMemory:
 
     def ingest(self, records: Sequence[Record]) -> None:
         self._store(records, [r.text for r in records])
+        # Ingested records with an entity are pages: the names a later write resolves entities by.
+        self._pages.extend(r for r in records if r.entity)
 
     def _store(self, records: Sequence[Record], texts: Sequence[str]) -> None:
         """Add ``records``, embedding ``texts`` (their text, or more: see :meth:`write`)."""
@@ -292,9 +297,10 @@ class ReferenceMemory:
     # -- write -----------------------------------------------------------------------------------
 
     def write(self, session: Session) -> None:
-        """Keep what the conversation states (see :func:`extract`), each memory embedded with its
-        entity's name in front so that a question naming the person finds it."""
-        records = extract(session)
+        """Keep what the conversation states (see :func:`extract`, with the pages of the
+        session's source in the store), each memory embedded with its entity's name in front so
+        that a question naming the person finds it."""
+        records = extract(session, [p for p in self._pages if p.source == session.source])
         self._store(records, [f"{r.entity} {r.text}" for r in records])
 
     # -- push ------------------------------------------------------------------------------------

@@ -1,15 +1,23 @@
 """The reference memory's write path: what a conversation states, by rules (no model).
 
-``extract(session)`` keeps the sentences of a conversation that state something, attributed to an
-entity and stamped with ``{source, session, turn}``; retractions take back what they correct.
+``extract(session, pages)`` keeps the sentences of a conversation that state something, attributed
+to an entity and stamped with ``{source, session, turn}``; retractions take back what they correct.
+
+Entities are resolved against the pages in the memory's store first: a sentence that names a page —
+the words of its slug's last segment (``people/vada-tavenner`` → "vada tavenner",
+``companies/widget-co`` → "widget co", also written "widget-co") or one of its aliases, ignoring
+case, as whole words — is about that page's ``entity`` (the slug). When a sentence names several,
+the earliest mention wins (the longer name on a tie, then the page stored first). A sentence naming
+no page is attributed by the rules of :func:`_entity`.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from membench_gate.adapter.types import Record, Session
-from membench_gate.reference.embed import tokenize
+from membench_gate.reference.embed import normalize_text, tokenize
 
 _ABBREVIATIONS = ("dr.", "mr.", "mrs.", "ms.", "st.", "e.g.", "i.e.", "vs.", "etc.", "approx.")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
@@ -77,6 +85,38 @@ def _names(session: Session) -> dict[str, str]:
     return known
 
 
+PageNames = list[tuple[tuple[str, ...], str]]  # (a name's words, the page's entity)
+
+
+def page_names(pages: Sequence[Record]) -> PageNames:
+    """The names each page is mentioned by: its slug's last segment, as words, and its aliases,
+    each with the page's entity (pages without an entity name nothing), in store order."""
+    names: PageNames = []
+    for page in pages:
+        if not page.entity:
+            continue
+        for name in (page.entity.rsplit("/", 1)[-1].replace("_", " "), *page.aliases):
+            words = tuple(normalize_text(name).split())
+            if words and (words, page.entity) not in names:
+                names.append((words, page.entity))
+    return names
+
+
+def _named_page(sentence: str, names: PageNames) -> str | None:
+    """The entity of the page the sentence mentions earliest (whole words, ignoring case); on a
+    tie the longer name, then the page stored first; None when it names none."""
+    words = normalize_text(sentence).split()
+    best: tuple[int, int, int] | None = None
+    entity = None
+    for order, (name, page) in enumerate(names):
+        width = len(name)
+        start = next((i for i in range(len(words) - width + 1)
+                      if tuple(words[i:i + width]) == name), None)
+        if start is not None and (best is None or (start, -width, order) < best):
+            best, entity = (start, -width, order), page
+    return entity
+
+
 def _entity(sentence: str, speaker: str, known: dict[str, str], previous: str | None) -> str:
     """Who a sentence is about: the first, in word order, of a first-person word (the speaker), a
     known name, a leading he/she/they (the person talked about just before) or a capitalised word
@@ -117,8 +157,9 @@ def _retract(kept: list[Record], speaker: str, correction: str) -> None:
     del kept[target]
 
 
-def extract(session: Session) -> list[Record]:
-    """The reference write path: a conversation → the records it should leave behind.
+def extract(session: Session, pages: Sequence[Record] = ()) -> list[Record]:
+    """The reference write path: a conversation → the records it should leave behind, with the
+    entities of ``pages`` (the pages in the store, of the session's source) to name them by.
 
     Rules, applied per sentence in order (no model, same input → same records):
 
@@ -129,10 +170,12 @@ def extract(session: Session) -> list[Record]:
     3. questions, hypotheticals ("if", "what if", "suppose", "imagine", "hypothetically", …),
        sentences with quotation marks or hearsay ("claims", "according to", "apparently", …) and
        sentences of fewer than three words of three letters are skipped;
-    4. the rest is kept verbatim, attributed to an entity (:func:`_entity`) and stamped with the
-       provenance ``{source, session, turn}``.
+    4. the rest is kept verbatim, attributed to an entity — the page it names
+       (:func:`_named_page`), else :func:`_entity` — and stamped with the provenance
+       ``{source, session, turn}``.
     """
     known = _names(session)
+    names = page_names(pages)
     kept: list[Record] = []
     previous: str | None = None
     for turn in session.turns:
@@ -146,7 +189,8 @@ def extract(session: Session) -> list[Record]:
                 sentence = sentence[:1].upper() + sentence[1:]
             if not sentence or _states_nothing(sentence):
                 continue
-            entity = _entity(sentence, turn.speaker, known, previous)
+            entity = _named_page(sentence, names) or _entity(sentence, turn.speaker, known,
+                                                             previous)
             if entity != turn.speaker:
                 previous = entity
             kept.append(Record(

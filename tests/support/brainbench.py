@@ -186,7 +186,9 @@ def check_formats(out: Path) -> None:
             else:
                 assert "gold" not in t
     for session in read_folder(out, "writeback", "sessions").values():
-        assert set(session) <= {"id", "source", "category", "holdout", "turns", "gold_facts"}
+        assert set(session) <= {"id", "source", "category", "holdout", "pages", "turns",
+                                "gold_facts"}
+        _pages(session.get("pages", []))
         _spoken(session["turns"])
         turns = {t["id"] for t in session["turns"]}
         for fact in session["gold_facts"]:

@@ -85,6 +85,7 @@ class WritebackSession(Item):
     id: str = Field(min_length=1)
     source: str = "default"
     category: str | None = None  # reported only
+    pages: list[Page] = []  # ingested before the write (the pages a write path names entities by)
     turns: list[SpokenTurn] = Field(min_length=1)
     gold_facts: list[GoldFact]
     probes: list[SessionProbe] = []
@@ -145,6 +146,8 @@ class Fixtures(SuiteFixtures):
     pairs: list[ContinuityPair] = field(default_factory=list)
     # pair id -> the record id of each of its pages, from all its pages (held out or not)
     page_ids: dict[str, dict[PageKey, str]] = field(default_factory=dict)
+    # session id -> the same for a session's pages (a session and a pair may share an id)
+    session_page_ids: dict[str, dict[PageKey, str]] = field(default_factory=dict)
 
 
 PAIRS = "pairs"  # the subfolder of continuity pairs (the suite's ``subfolders``)
@@ -173,6 +176,7 @@ def validate(fx: Fixtures, include_holdout: bool) -> None:
         unique(((t.id, where) for t in session.turns), "turn")
         unique(((i.id, where) for i in (*session.gold_facts, *session.non_facts,
                                           *session.probes)), "gold fact / non-fact / probe")
+        ids = fx.session_page_ids[session.id] = page_ids(session.pages, where)
         turns = {t.id: t for t in session.turns}
         for index, item in enumerate((*session.gold_facts, *session.non_facts)):
             field_name = "gold_facts" if index < len(session.gold_facts) else "non_facts"
@@ -186,9 +190,13 @@ def validate(fx: Fixtures, include_holdout: bool) -> None:
                                     f"in turn {turn.id!r}, not only in turn {nonfact.turn!r}")
         kept = [t for t in session.turns if include_holdout or not t.holdout]
         held = {t.id for t in session.turns} - {t.id for t in kept}
+        pages = [{**p.model_dump(), "id": ids[(p.slug, p.source)]} for p in session.pages
+                 if include_holdout or not p.holdout]
+        # A session without pages digests as it did before sessions could have them.
         context = {"source": session.source, "session": session.id,
                    "turns": [_content(t) for t in kept],
-                   **({"category": session.category} if session.category is not None else {})}
+                   **({"category": session.category} if session.category is not None else {}),
+                   **({"pages": pages} if pages else {})}
         if include_holdout or not session.holdout:
             for item in (*session.gold_facts, *session.non_facts, *session.probes):
                 if not include_holdout and (item.holdout or getattr(item, "turn", None) in held):
@@ -205,7 +213,8 @@ def validate(fx: Fixtures, include_holdout: bool) -> None:
            "writeback item (session.item or pair/decision)")
     if not include_holdout:
         fx.sessions = [
-            s.model_copy(update={"turns": [t for t in s.turns if not t.holdout]})
+            s.model_copy(update={"turns": [t for t in s.turns if not t.holdout],
+                                 "pages": [page for page in s.pages if not page.holdout]})
             for s in fx.sessions if not s.holdout
         ]
         fx.pairs = [
@@ -217,10 +226,15 @@ def validate(fx: Fixtures, include_holdout: bool) -> None:
             for p in fx.pairs if not p.holdout
         ]
     # The corpus of the writeback suite is what is said — every turn handed to write(session) or
-    # pushed — and the pages a pair seeds.
+    # pushed — and the pages a session or a pair seeds.
     corpus = [(f"{s.id}/{t.id}", fx.label(s.id),
                digest({"source": s.source, "session": s.id, "turn": _content(t)}))
               for s in fx.sessions for t in s.turns]
+    for s in fx.sessions:
+        ids = fx.session_page_ids[s.id]
+        corpus += [(f"{s.id}/pages/{ids[(page.slug, page.source)]}", fx.label(s.id),
+                    digest({"source": page.source, "page": page.model_dump()}))
+                   for page in s.pages]
     for p in fx.pairs:
         ids = fx.page_ids[p.id]
         corpus += [(f"{p.id}/pages/{ids[(page.slug, page.source)]}", fx.label(p.id),
@@ -230,7 +244,8 @@ def validate(fx: Fixtures, include_holdout: bool) -> None:
                     digest({"source": p.source, "session": side.id, "turn": t.model_dump()}))
                    for side in (p.writer, p.reader) for t in side.turns]
     unique(((key, where) for key, where, _ in corpus),
-           "writeback corpus item (session/turn, pair/pages/id or pair/side/turn)")
+           "writeback corpus item (session/turn, session/pages/id, pair/pages/id or "
+           "pair/side/turn)")
     fx.corpus = {key: value for key, _, value in corpus}
 
 

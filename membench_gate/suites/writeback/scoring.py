@@ -107,7 +107,13 @@ def run(fx: Fixtures, session: SuiteSession, options: WritebackOptions,
 
     for s in fx.sessions:
         session.reset(s.id)
+        ids = fx.session_page_ids[s.id]
+        if pages := page_records(s.pages, ids):
+            session.ingest(pages, s.id)
         session.write(_as_session(s), s.id)
+        # What a seeded page says was not written: its hits satisfy nothing (recorded only for a
+        # session with pages, so a session without them records what it always did).
+        seeded = {"seeded": sorted(r.id for r in pages)} if pages else {}
         for order, fact in enumerate(s.gold_facts):
             item, asked = f"{s.id}.{fact.id}", " ".join(fact.keywords)
             if (answer := ask(s.source, item, asked)) is None:
@@ -116,7 +122,7 @@ def run(fx: Fixtures, session: SuiteSession, options: WritebackOptions,
                 "kind": "fact", "session": s.id, "order": order,
                 "keywords": fact.keywords, "entity": fact.entity,
                 "provenance": {"source": s.source, "session": s.id, "turn": fact.turn},
-                **_reported(s.category, fact_kind=fact.kind, gist=fact.gist),
+                **_reported(s.category, fact_kind=fact.kind, gist=fact.gist), **seeded,
                 "asked": asked, **_shown(answer, k),
             }
         for nonfact in s.non_facts:
@@ -126,13 +132,13 @@ def run(fx: Fixtures, session: SuiteSession, options: WritebackOptions,
             fidelity[item] = {
                 "kind": f"non-fact ({nonfact.kind})",
                 "keywords": nonfact.keywords, "turn": nonfact.turn,
-                **_reported(s.category), "asked": asked, **_shown(answer, k),
+                **_reported(s.category), **seeded, "asked": asked, **_shown(answer, k),
             }
         for probe in s.probes:
             item = f"{s.id}.{probe.id}"
             if (answer := ask(s.source, item, probe.question)) is None:
                 continue
-            continuity[item] = {"keywords": probe.keywords, **_reported(s.category),
+            continuity[item] = {"keywords": probe.keywords, **_reported(s.category), **seeded,
                                 "asked": probe.question, **_shown(answer, k)}
 
     for pair in fx.pairs:
@@ -250,7 +256,9 @@ def _facts(fidelity: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     for session, _, ident in facts:
         item = fidelity[ident]
         mine = taken.setdefault(session, set())
-        rank = _first_holding(item["hits"], item["keywords"], item["entity"], mine)
+        # A seeded page is what the session was given, not what it wrote: it satisfies no fact.
+        rank = _first_holding(item["hits"], item["keywords"], item["entity"],
+                              mine | set(item.get("seeded", ())))
         hit = item["hits"][rank - 1] if rank is not None else None
         if hit is not None:
             mine.add(hit["id"])
@@ -259,7 +267,8 @@ def _facts(fidelity: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
                          and _provenance(hit) == item["provenance"]}
     for ident, item in fidelity.items():
         if item["kind"] != "fact":
-            rank = _first_holding(item["hits"], item["keywords"])
+            rank = _first_holding(item["hits"], item["keywords"],
+                                  taken=set(item.get("seeded", ())))
             judged[ident] = {**item, "leaked": rank is not None, "leaked_at": rank}
     return judged
 
@@ -269,7 +278,7 @@ def _continuity(item: dict[str, Any]) -> dict[str, Any]:
     injected on a reader turn (pointer arm) or a written memory's hit holds every keyword (fact
     arm)."""
     if item.get("kind") != "decision":
-        rank = _first_holding(item["hits"], item["keywords"])
+        rank = _first_holding(item["hits"], item["keywords"], taken=set(item.get("seeded", ())))
         return {**item, "rank": rank, "outcome": outcome(rank is not None)}
     # The fact arm reads what was written: a seeded page holding the keywords does not count.
     rank = _first_holding(item["hits"], item["keywords"], taken=set(item["seeded"])) \

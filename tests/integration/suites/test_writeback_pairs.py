@@ -11,6 +11,9 @@ from typing import Any
 
 import pytest
 
+from membench_gate.errors import GateError
+from membench_gate.model.results import Results
+from membench_gate.run.rederive import rederive
 from tests.support.cli import run_cli
 from tests.support.paths import BUILTIN
 
@@ -173,3 +176,38 @@ def test_the_reference_memory_passes_one_pair_by_each_arm_alone(tmp_path: Path) 
                     "cont-04-renewal-confirmed/d1": (False, False)}  # cont-05 is held out
     assert items["cont-03-offsite-twin/d1"]["pointer"] == ["people/mateo@work"]
 
+
+
+SESSION: dict[str, Any] = {
+    "id": "s1", "source": "work",
+    "pages": [{"slug": "people/ola", "text": "Ola moved to Lisbon.", "source": "work"}],
+    "turns": [{"id": "t1", "speaker": "Sam", "text": "Ola moved to Lisbon in May."}],
+    "gold_facts": [{"id": "f1", "keywords": ["Lisbon"], "entity": "people/ola", "turn": "t1"}],
+}
+
+
+def test_a_session_with_pages_ingests_them_before_the_write(tmp_path: Path) -> None:
+    (tmp_path / "wb" / "sessions").mkdir(parents=True)
+    (tmp_path / "wb" / "sessions" / "s1.json").write_text(json.dumps(SESSION), encoding="utf-8")
+    (tmp_path / "adapter.py").write_text(LOGGING_ADAPTER, encoding="utf-8")
+    config = tmp_path / "membench.toml"
+    config.write_text(
+        f"[adapter]\ncommand = [{json.dumps(sys.executable)}, \"adapter.py\", \"log.jsonl\"]\n"
+        "[suites.writeback]\nfixtures = [\"wb\"]\n", encoding="utf-8")
+    results, log = run(config)
+    assert calls(log) == ["reset", "ingest", "write", "search"]
+    ingest = next(r for r in log if r["method"] == "ingest")["params"]["records"]
+    assert [(r["id"], r["entity"], r["source"]) for r in ingest] == [
+        ("people/ola", "people/ola", "work")]
+    # The logger answers with the page first: it holds the keyword and the entity, but it was
+    # seeded, not written; the written turn is about "Sam". The fact does not survive.
+    item = results["items"]["writeback/fidelity"]["s1.f1"]
+    assert [h["id"] for h in item["hits"]] == ["people/ola", "s1/t1"]
+    assert item["seeded"] == ["people/ola"] and item["survived"] is False
+    # Re-derivation holds it: the cell follows from the items, and an item stripped of what was
+    # seeded no longer gives the stated cell.
+    parsed = Results.model_validate(results)
+    rederive("results.json", parsed, None)
+    del parsed.items["writeback/fidelity"]["s1.f1"]["seeded"]
+    with pytest.raises(GateError, match=r"writeback/fidelity"):
+        rederive("results.json", parsed, None)

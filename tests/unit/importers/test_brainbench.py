@@ -89,8 +89,13 @@ def test_sessions_carry_speakers_times_and_gold_facts(imported: Path) -> None:
          "gist": "memo"},
         {"id": "t3-1", "turn": "3", "entity": "people/ola", "keywords": ["Lisbon"],
          "gist": "moved", "kind": "event"}]
-    assert sessions["wb-held"]["holdout"] is True
+    # The fixture's seed pages, mapped as the pairs' are, are ingested before the write.
+    assert wb["pages"] == [{"slug": "people/ola", "text": "---\ntitle: ola\n---\n\nOla.\n",
+                            "aliases": [], "source": "default"}]
+    assert sessions["wb-held"]["holdout"] is True and "pages" not in sessions["wb-held"]
     assert sessions["c1-writer"]["gold_facts"][0]["keywords"] == ["pass", "Kestrel"]
+    assert sessions["c1-writer"]["pages"] == read_folder(imported, "continuity",
+                                                         "pairs")["c1"]["pages"]
 
 
 def test_pairs_join_writer_and_reader(imported: Path) -> None:
@@ -141,7 +146,7 @@ def test_counts_notes_and_inputs_in_source_json(imported: Path, tmp_path: Path) 
             "gold slugs on stay-silent turns: 1",
             "continuity readers' turns with retrieval gold: 1",
             "gold facts' 'fact' sentences: 5",
-            "seed pages of write-back fixtures in no conversation or pair: 1",
+            "seed pages of write-back fixtures: 2 (carried in their sessions",
             "fixtures declaring 'sources': 1",
             "continuity writers' gold with their own decisions: 1"):
         assert expected in notes
@@ -324,6 +329,14 @@ def test_brainbench_corpus_counts_match_brainbench(tmp_path: Path) -> None:
                    "writeback/fidelity": (58, 69), "writeback/continuity": (12, 16)}
     assert counts["fixtures"] == 142
     check_formats(out)
+    # The reference memory resolves the sessions' entities against their seed pages: every fact
+    # survives but two whose sentences name no page ("I committed to sending her …", "Also she
+    # said …": the pronoun is not the sentence's first word).
+    config = tmp_path / "membench.toml"
+    config.write_text((out / "suites.toml").read_text(encoding="utf-8"), encoding="utf-8")
+    assert main(["run", "--config", str(config), "--out", str(tmp_path / "r.json")]) == 0
+    fidelity = read(tmp_path / "r.json")["cells"]["writeback/fidelity"]
+    assert fidelity["failed"] == ["wb-001-pricing-concern.t4-1", "wb-001-pricing-concern.t4-2"]
 
 
 @pytest.mark.slow
@@ -342,3 +355,6 @@ def test_the_pasted_tables_run_the_reference_memory_on_the_import(tmp_path: Path
                      "writeback/continuity"):
             assert cells[cell]["gold_total"] == counts[f"{cell} {mode}"], (cell, mode)
         assert cells["push/push"]["metrics"]["source_isolation_violations"] == 0
+        # Named by their pages' slugs: the held-out session's fact has no page to name it by.
+        assert cells["writeback/fidelity"]["metrics"]["write_back_fidelity"] == \
+            (1.0 if not flags else 0.8)

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from membench_gate.errors import GateError
+from membench_gate.model.measurement import digest
 from membench_gate.suites.common.fixtures import load_suite
 from membench_gate.suites.common.pages import Page, page_ids, page_records
 from membench_gate.suites.writeback.options import WritebackOptions
@@ -249,3 +250,107 @@ def test_a_held_out_pair_or_decision_has_no_digest_unless_included(tmp_path: Pat
 def test_a_folder_with_neither_subfolder_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(GateError, match=r"\./sessions or \./pairs: folder not found"):
         load_suite("writeback", ["."], tmp_path, include_holdout=False)
+
+
+# -- sessions with pages -------------------------------------------------------------------------
+
+def _session(**changes: Any) -> dict[str, Any]:
+    session: dict[str, Any] = {
+        "id": "s1", "source": "work",
+        "turns": [{"id": "t1", "speaker": "Sam", "text": "Ola moved to Lisbon."}],
+        "gold_facts": [{"id": "f1", "keywords": ["Lisbon"], "entity": "people/ola",
+                        "turn": "t1"}],
+    }
+    session.update(changes)
+    return session
+
+
+PAGES = [{"slug": "people/ola", "text": "Ola, work", "source": "work"},
+         {"slug": "people/ola", "text": "Ola, home", "source": "personal"},
+         {"slug": "places/lisbon", "text": "A city", "source": "work", "holdout": True}]
+
+
+def _load_sessions(tmp_path: Path, *sessions: dict[str, Any], holdout: bool = False) -> Any:
+    folder = tmp_path / "sessions"
+    folder.mkdir(exist_ok=True)
+    for old in folder.glob("*.json"):
+        old.unlink()
+    for index, session in enumerate(sessions):
+        (folder / f"{index}.json").write_text(json.dumps(session), encoding="utf-8")
+    return load_suite("writeback", ["."], tmp_path, include_holdout=holdout)
+
+
+def test_a_session_without_pages_digests_as_before_pages_existed(tmp_path: Path) -> None:
+    plain = _load_sessions(tmp_path, _session())
+    assert (plain.digests, plain.corpus) == (_load_sessions(tmp_path, _session(pages=[])).digests,
+                                             _load_sessions(tmp_path, _session(pages=[])).corpus)
+    # The digest a page-less session had before sessions could carry pages (scorer version 3).
+    assert plain.digests["s1.f1"] == digest({
+        "source": "work", "session": "s1", "item": {**_session()["gold_facts"][0],
+                                                     "holdout": False},
+        "turns": [{**_session()["turns"][0], "holdout": False}]})
+    assert plain.session_page_ids == {"s1": {}}
+
+
+def test_session_pages_have_record_ids_digests_and_corpus_items(tmp_path: Path) -> None:
+    plain = _load_sessions(tmp_path, _session())
+    fx = _load_sessions(tmp_path, _session(pages=PAGES))
+    assert fx.session_page_ids["s1"] == {("people/ola", "work"): "people/ola@work",
+                                         ("people/ola", "personal"): "people/ola@personal",
+                                         ("places/lisbon", "work"): "places/lisbon"}
+    assert fx.digests["s1.f1"] != plain.digests["s1.f1"]  # the pages are in the digest
+    # The held-out page is not ingested, nor in the digest or the corpus, unless included.
+    assert [p.slug for p in fx.sessions[0].pages] == ["people/ola", "people/ola"]
+    assert set(fx.corpus) == {"s1/t1", "s1/pages/people/ola@work", "s1/pages/people/ola@personal"}
+    edited = [{**PAGES[0], "text": "Ola, edited"}, *PAGES[1:]]
+    assert _load_sessions(tmp_path, _session(pages=edited)).digests["s1.f1"] != \
+        fx.digests["s1.f1"]
+    held = [*PAGES[:2], {**PAGES[2], "text": "edited"}]
+    assert _load_sessions(tmp_path, _session(pages=held)).digests == fx.digests
+    full = _load_sessions(tmp_path, _session(pages=PAGES), holdout=True)
+    assert "s1/pages/places/lisbon" in full.corpus and len(full.sessions[0].pages) == 3
+    assert full.digests["s1.f1"] != fx.digests["s1.f1"]
+
+
+def test_session_page_corpus_keys_are_unique_across_files(tmp_path: Path) -> None:
+    clash = _session(id="a", turns=[{"id": "pages/x", "speaker": "S", "text": "x"}],
+                     gold_facts=[])
+    with pytest.raises(GateError, match=r"duplicate writeback corpus item .* id 'a/pages/x'"):
+        # Two turns' keys (as before sessions had pages).
+        _load_sessions(tmp_path, clash, _session(id="a/pages", turns=[
+            {"id": "x", "speaker": "S", "text": "y"}], gold_facts=[]))
+    with pytest.raises(GateError, match=r"duplicate writeback corpus item .* id 'a/pages/x'"):
+        # A page's key against a turn's of another file (session "a/pages", turn "x")...
+        _load_sessions(tmp_path,
+                       _session(id="a", gold_facts=[], pages=[{"slug": "x", "text": "p"}]),
+                       _session(id="a/pages", turns=[{"id": "x", "speaker": "S", "text": "y"}],
+                                gold_facts=[]))
+    with pytest.raises(GateError, match=r"duplicate writeback corpus item .* id 'a/pages/x'"):
+        # ...and against a turn of its own session.
+        _load_sessions(tmp_path, {**clash, "pages": [{"slug": "x", "text": "p"}]})
+    with pytest.raises(GateError, match=r"sessions/0\.json: session s1: duplicate page id"):
+        _load_sessions(tmp_path, _session(pages=[PAGES[0], PAGES[0]]))
+
+
+def test_a_seeded_page_satisfies_no_fact_and_leaks_no_non_fact() -> None:
+    page = hit("people/ola", "Ola moved to Lisbon", entity="people/ola", provenance={})
+    written = hit("s/t1/1", "Ola moved to Lisbon", entity="people/ola")
+    seeded = {"seeded": ["people/ola"]}
+    run = score({"writeback/fidelity": {
+        "s.f1": {**fact(0, ["Lisbon"], [page, written], entity="people/ola"), **seeded},
+        "s.f2": {**fact(1, ["moved"], [page], entity="people/ola"), **seeded},
+        "s.n1": {"kind": "non-fact (retracted)", "keywords": ["Lisbon"], "turn": "t1",
+                 "asked": "Lisbon", "hits": [page], "abstained": False, **seeded},
+    }, "writeback/continuity": {
+        "s.p1": {"keywords": ["Lisbon"], "asked": "?", "hits": [page], "abstained": False,
+                 **seeded}}}, OPTIONS)
+    items = run.items["writeback/fidelity"]
+    # f1 takes the written hit (rank 2), never the page ranked first.
+    assert (items["s.f1"]["rank"], items["s.f2"]["rank"]) == (2, None)
+    assert run.cells["writeback/fidelity"].failed == ["s.f2"]
+    assert run.cells["writeback/fidelity"].metrics["non_fact_leak_rate"] == 0.0
+    assert run.cells["writeback/continuity"].failed == ["s.p1"]
+    # Without the record of what was seeded, the page would count (what "seeded" is recorded for).
+    bare = score({"writeback/fidelity": {
+        "s.f2": fact(1, ["moved"], [page], entity="people/ola")}}, OPTIONS)
+    assert bare.items["writeback/fidelity"]["s.f2"]["survived"] is True
