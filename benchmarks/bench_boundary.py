@@ -1,6 +1,6 @@
 """Benchmark the adapter boundary: the built-in suites in process vs through the JSON-RPC host.
 
-    python benchmarks/bench_boundary.py [--repeat 7] [--records 100000]
+    python benchmarks/bench_boundary.py [--repeat 7] [--records 100000] [--ingest-repeat 5]
 
 1. Whole commands, as a user runs them, alternating, wall time: *in process* — a fresh interpreter
    that does what ``run`` did before every adapter moved into its own process: the same
@@ -13,7 +13,8 @@
    adapter already started and initialized (the host started once, the suites run ``--repeat``
    times on it): the boundary's per-call cost with nothing to hide it.
 3. Ingest of ``--records`` synthetic records through the host (batched ``ingest`` requests) vs one
-   direct ``ingest()`` call: what the boundary costs a large corpus.
+   direct ``ingest()`` call, alternating, ``--ingest-repeat`` times each: what the boundary costs a
+   large corpus. Medians, their ratio, and the CPU time of each side through the host.
 
 Timings are of the machine that runs the script.
 """
@@ -21,6 +22,7 @@ Timings are of the machine that runs the script.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import sys
@@ -122,6 +124,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--records", type=int, default=100_000)
+    parser.add_argument("--ingest-repeat", type=int, default=5)
     parser.add_argument("--in-process-run", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.in_process_run:
@@ -160,15 +163,32 @@ def main() -> None:
     from bench_run import make_records  # the same synthetic notes as bench_run.py
 
     records = make_records(args.records)
-    direct_s = timed(ReferenceMemory().ingest, records)
     argv = rpc.adapter_argv(None, "membench_gate.reference:ReferenceMemory")
-    with rpc.start(argv, ROOT, {}, 600.0) as client:
-        session = client.session("bench")
-        hosted_s = timed(session.ingest, records)
-    print(f"ingest {args.records:,} records, in process:   {direct_s:.2f} s")
-    print(f"ingest {args.records:,} records, through host: {hosted_s:.2f} s "
-          f"({-(-args.records // rpc.INGEST_BATCH)} requests)")
+    direct_s, hosted_s, gate_cpu, host_cpu = [], [], [], []
+    for _ in range(args.ingest_repeat):  # alternating: the machine's load changes by the second
+        direct_s.append(timed(ReferenceMemory().ingest, records))
+        with rpc.start(argv, ROOT, {}, 600.0) as client:
+            session, host = client.session("bench"), client.process.proc.pid
+            cpu, host_before = time.process_time(), cpu_seconds(host)
+            hosted_s.append(timed(session.ingest, records))
+            gate_cpu.append(time.process_time() - cpu)
+            host_cpu.append(cpu_seconds(host) - host_before)
+    d, h = statistics.median(direct_s), statistics.median(hosted_s)
+    print(f"ingest {args.records:,} records, in process:   {d:.2f} s "
+          f"(median of {args.ingest_repeat})")
+    print(f"ingest {args.records:,} records, through host: {h:.2f} s "
+          f"({-(-args.records // rpc.INGEST_BATCH)} requests; CPU: gate "
+          f"{statistics.median(gate_cpu):.2f} s, host {statistics.median(host_cpu):.2f} s)")
+    print(f"ratio host / in process:         {h / d:.2f}x")
 
+
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU time of process ``pid`` so far (Linux; 0 elsewhere)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 if __name__ == "__main__":
     main()

@@ -472,6 +472,68 @@ def test_a_failing_batch_stops_the_ingest(tmp_path: Path, monkeypatch: pytest.Mo
     assert "ingest" in message and "item-7" in message and "batch 2 refused" in message
 
 
+# --- the boundary at in-process speed: what makes a large ingest cheap ---
+
+GC_PROBE = """
+import gc
+from membench_gate import Answer, Hit
+
+
+class Probe:
+    \"\"\"Says, in its hits' texts, whether the collector ran during each ingest and search.\"\"\"
+
+    def reset(self):
+        self.seen = []
+
+    def ingest(self, records):
+        self.seen.append(f"ingest:{gc.isenabled()}")
+
+    def search(self, query):
+        return Answer([Hit(f"h{n}", 1.0, text) for n, text in
+                       enumerate(self.seen + [f"search:{gc.isenabled()}"])], abstain=False)
+"""
+
+
+def test_the_host_answers_each_request_with_the_collector_paused(tmp_path: Path) -> None:
+    from membench_gate.adapter import rpc
+
+    (tmp_path / "gcprobe.py").write_text(GC_PROBE)
+    with rpc.start(rpc.adapter_argv(None, "gcprobe:Probe"), tmp_path, {}, 30.0) as client:
+        client.process.call("reset", {})
+        client.process.call("ingest", {"records": []})
+        answer = client.process.call("search", {"query": query_to_wire(Query("x", k=5))})
+    assert [h["text"] for h in answer["hits"]] == ["ingest:False", "search:False"]
+
+
+def test_ingest_batches_are_built_and_encoded_with_the_collector_paused(tmp_path: Path) -> None:
+    import gc
+
+    seen = []
+
+    def batches() -> Any:
+        for n in range(3):
+            seen.append(gc.isenabled())
+            yield {"records": [{"id": f"r{n}", "text": "t"}]}
+
+    with _recorder(tmp_path, {}) as client:
+        client.call_each("ingest", batches(), "veto", None)
+        assert gc.isenabled() and len(client.latencies["ingest"]) == 3
+    assert seen == [False, False, False]
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="pipe sizes are Linux's")
+def test_the_pipes_to_the_adapter_hold_a_whole_ingest_batch(tmp_path: Path) -> None:
+    import fcntl
+
+    from membench_gate.adapter import rpc
+
+    allowed = int(Path("/proc/sys/fs/pipe-max-size").read_text())
+    with _recorder(tmp_path, {}) as client:
+        sizes = [fcntl.fcntl(stream.fileno(), 1032)  # F_GETPIPE_SZ
+                 for stream in (client.process.proc.stdin, client.process.proc.stdout)]
+    assert sizes == [min(rpc.PIPE_BYTES, allowed)] * 2 and sizes[0] > 64 * 1024
+
+
 # --- the adapter starts only once every input is read and the config is valid ---
 
 

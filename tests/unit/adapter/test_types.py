@@ -2,10 +2,24 @@
 
 from __future__ import annotations
 
+import gc
+import json
+from dataclasses import FrozenInstanceError, fields
+from datetime import datetime, timedelta, timezone
+
 import numpy as np
 import pytest
 
-from membench_gate.adapter.types import Answer, Hit, answer_to_wire
+from membench_gate.adapter.types import (
+    Answer,
+    Hit,
+    Record,
+    answer_to_wire,
+    collector_paused,
+    record_from_wire,
+    record_to_wire,
+    time_to_wire,
+)
 
 
 def test_numpy_scalars_from_an_adapter_are_accepted() -> None:
@@ -15,3 +29,49 @@ def test_numpy_scalars_from_an_adapter_are_accepted() -> None:
     assert type(wire["hits"][0]["score"]) is float
     with pytest.raises(ValueError, match="not a number"):
         answer_to_wire(Answer(hits=[Hit("f1", "high")], abstain=False))  # type: ignore[arg-type]
+
+
+def test_a_record_read_from_the_wire_is_the_record_sent() -> None:
+    plus_two = timezone(timedelta(hours=2))
+    sent = Record(id="r1", text="note", source="team", files=("a.py", "b.py"),
+                  created_at=datetime(2026, 1, 2, tzinfo=timezone.utc),
+                  reviewed_at=datetime(2026, 1, 3, 5, tzinfo=plus_two), relevance=0.5,
+                  entity="Ada", aliases=("A. L.",), meta={"k": [1]})
+    read = record_from_wire(json.loads(json.dumps(record_to_wire(sent))))
+    assert read == sent and read.reviewed_at == datetime(2026, 1, 3, 3, tzinfo=timezone.utc)
+    # Field for field what the dataclass's own constructor makes, frozen like it.
+    assert vars(read).keys() == {f.name for f in fields(Record)}
+    assert vars(record_from_wire({"id": "r2", "text": "t"})) == vars(Record("r2", "t"))
+    with pytest.raises(FrozenInstanceError):
+        read.text = "changed"  # type: ignore[misc]
+    with pytest.raises(ValueError, match="files must be a list of strings"):
+        record_from_wire({"id": "r3", "text": "t", "files": ["a.py", 3]})
+    with pytest.raises(ValueError, match="aliases must be a list of strings"):
+        record_from_wire({"id": "r3", "text": "t", "aliases": "Ada"})
+
+
+def test_times_go_on_the_wire_in_utc_however_they_were_given() -> None:
+    instant = datetime(2026, 6, 1, tzinfo=timezone.utc)
+    assert time_to_wire(instant) == "2026-06-01T00:00:00Z"
+    # The same instant in another zone, after the first was formatted: the same text.
+    assert time_to_wire(instant.astimezone(timezone(timedelta(hours=2)))) == "2026-06-01T00:00:00Z"
+    # A naive time is UTC as written, never taken for an aware one.
+    assert time_to_wire(datetime(2026, 6, 1, 2)) == "2026-06-01T02:00:00Z"
+    assert time_to_wire(None) is None
+
+
+def test_the_collector_is_paused_then_restored_as_it_was() -> None:
+    assert gc.isenabled()
+    with collector_paused():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    with pytest.raises(KeyError), collector_paused():
+        raise KeyError("x")
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with collector_paused():
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
