@@ -120,6 +120,19 @@ def _groups(queries: list[RecallQuery]) -> list[tuple[tuple[str, ...] | None, li
     return list(groups.items())
 
 
+def units(fx: Fixtures) -> list[list[str]]:
+    """What one reset serves, for the workers (:mod:`membench_gate.run.workers`): the scored
+    queries of each haystack together, in order of first appearance; a query without one (the
+    whole corpus, ingested by every worker) on its own."""
+    out: list[list[str]] = []
+    for haystack, members in _groups([q for q in fx.queries if q.id in fx.digests]):
+        if haystack is None:
+            out += [[query.id] for query in members]
+        else:
+            out.append([query.id for query in members])
+    return out
+
+
 def run(fx: Fixtures, session: SuiteSession, options: RecallOptions,
         progress: Progress | None = None) -> SuiteRun:
     k = options.k
