@@ -202,3 +202,18 @@ def test_selftest_and_the_determinism_check_give_the_same_answers_with_workers(
     assert json.loads((tmp_path / "one.json").read_text()) == \
         json.loads((tmp_path / "two.json").read_text())
     assert "(worker 2)" in two.stderr and "(worker" not in one.stderr
+
+
+def test_the_determinism_check_runs_its_two_passes_side_by_side(tmp_path: Path) -> None:
+    from membench_gate.run.determinism import first_difference, run_twice
+
+    write_config(tmp_path, SMALL, "adapters_for_tests:WorkerProbe", options=f'log = "{tmp_path}"')
+    config = load_config(tmp_path / "membench.toml").with_workers(3)
+    preloaded = load_fixtures(config)
+    first, second = run_twice(config, None, preloaded)
+    assert first_difference(first, second) is None
+    # Two workers for the first pass, one for the second, numbered apart: 3 processes at once.
+    logged = [json.loads((tmp_path / f"worker-{n}.json").read_text()) for n in (1, 2, 3)]
+    assert len({entry["tmpdir"] for entry in logged}) == 3
+    assert canonical_dumps(first.model_dump(mode="json", exclude={"receipt"})) == \
+        canonical_dumps(second.model_dump(mode="json", exclude={"receipt"}))
