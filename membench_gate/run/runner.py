@@ -152,7 +152,8 @@ def run(config: Config, progress: Progress | None = None,
         wrap: Callable[[rpc.SuiteSession], Any] | None = None,
         shard: Shard | None = None,
         preloaded: tuple[str, dict[str, SuiteFixtures]] | None = None,
-        first_worker: int = 1, alongside: bool = False) -> Results:
+        first_worker: int = 1, alongside: bool = False,
+        on_start: Callable[[str, bool], None] | None = None) -> Results:
     """Run every enabled suite of ``config`` against its adapter, in the adapter's own process
     (with seams, against each seam's adapter in turn, its cells named ``<seam>/<cell>``).
 
@@ -165,7 +166,10 @@ def run(config: Config, progress: Progress | None = None,
     Each adapter runs as ``config.workers`` processes (:mod:`membench_gate.run.workers`),
     numbered from ``first_worker``; ``alongside`` says other runs' adapters run at the same time
     (a selftest's mutants, the determinism check's second pass), so even one worker gets a temp
-    folder of its own. The results do not depend on either."""
+    folder of its own. The results do not depend on either. ``on_start(seam, allowed)`` is told,
+    for each adapter once its first worker answered ``initialize``, whether it allows several
+    processes (``capabilities.workers``): what a caller waits for before it starts another run
+    of the same adapter beside this one."""
     started = datetime.now(timezone.utc)
     clock = time.perf_counter()
     digest, loaded = preloaded or load_fixtures(config)
@@ -182,7 +186,7 @@ def run(config: Config, progress: Progress | None = None,
     for seam, adapter in config.by_seam():
         try:
             name = _run_adapter(adapter, loaded, seam, progress, wrap, shard, llm,
-                                (cells, items, digests), (first_worker, alongside))
+                                (cells, items, digests), (first_worker, alongside), on_start)
         except GateError as exc:
             if seam:  # the same error (its kind, exit code and detail), saying whose it is
                 exc.args = (f"seam {seam}: {exc}",)
@@ -212,7 +216,8 @@ def _run_adapter(config: Config, loaded: dict[str, SuiteFixtures], seam: str,
                  progress: Progress | None, wrap: Callable[[rpc.SuiteSession], Any] | None,
                  shard: Shard | None, llm: Any,
                  into: tuple[dict[str, Cell], dict[str, Any], dict[str, dict[str, str]]],
-                 numbering: tuple[int, bool] = (1, False)) -> str:
+                 numbering: tuple[int, bool] = (1, False),
+                 on_start: Callable[[str, bool], None] | None = None) -> str:
     """Every suite of ``loaded`` against ``config``'s one adapter, in its workers, its cells and
     items put ``into`` (cells, items, digests) under ``seam``; the adapter's name. ``numbering``
     is the first worker's number and whether other runs go on alongside."""
@@ -231,6 +236,8 @@ def _run_adapter(config: Config, loaded: dict[str, SuiteFixtures], seam: str,
             check_adapter = get(name).check_adapter
             if check_adapter is not None:
                 check_adapter(client.capabilities)
+        if on_start is not None:
+            on_start(seam, client.capabilities.workers)
         if count > 1 and not client.capabilities.workers:
             _one_worker(config, seam, client.name, count)
             count = 1

@@ -217,3 +217,14 @@ def test_the_determinism_check_runs_its_two_passes_side_by_side(tmp_path: Path) 
     assert len({entry["tmpdir"] for entry in logged}) == 3
     assert canonical_dumps(first.model_dump(mode="json", exclude={"receipt"})) == \
         canonical_dumps(second.model_dump(mode="json", exclude={"receipt"}))
+
+
+def test_an_adapter_with_one_store_has_its_selftest_mutants_run_one_after_the_other(
+        tmp_path: Path) -> None:
+    write_config(tmp_path, SMALL, "adapters_for_tests:SingleStore", options=f'log = "{tmp_path}"')
+    done = run_cli("selftest", "--mutant", "drop-best-hit", "--mutant", "reverse-ranking",
+                   "--jobs", "2", cwd=tmp_path)
+    assert done.returncode in (0, 1), done.stderr
+    assert "(worker" not in done.stderr  # not side by side
+    assert done.stderr.count("declares capabilities.workers false") == 1, done.stderr
+    assert sorted(p.name for p in tmp_path.glob("worker-*.json")) == ["worker-1.json"]
