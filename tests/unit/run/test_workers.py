@@ -79,3 +79,20 @@ def test_a_bad_workers_value_is_a_one_line_error(tmp_path: Path, value: str) -> 
     with pytest.raises(GateError, match=r"adapter\.workers"):
         parse_config(_config(f'[adapter]\npython = "m:A"\nworkers = {value}'),
                      tmp_path / "membench.toml")
+
+
+def test_a_sealed_worker_keeps_its_own_temp_folder_inside_the_sandboxs(tmp_path: Path) -> None:
+    import sys
+
+    from membench_gate.adapter import seal
+
+    sandbox = seal.Sandbox(tmp_path, True, "", Path("/ws/repo"), tmp_path / "venv",
+                           tmp_path / "work", tmp_path / "home", tmp_path / "tmp", "sbx", 990,
+                           990, interpreter=Path(sys.executable))
+    own = tmp_path / "tmp" / "worker-2-abc"
+    env = sandbox.environment({"PATH": "/bin", "TMPDIR": str(own), "MEMBENCH_WORKER": "2"})
+    assert (env["TMPDIR"], env["TMP"], env["TEMP"]) == (str(own),) * 3
+    assert env["MEMBENCH_WORKER"] == "2"
+    # Anywhere else (the gate's own temp folder) is replaced by the sandbox's.
+    env = sandbox.environment({"PATH": "/bin", "TMPDIR": "/tmp/elsewhere"})
+    assert env["TMPDIR"] == str(tmp_path / "tmp")
