@@ -316,8 +316,8 @@ def _for_worker(progress: Progress | None, number: int, count: int) -> Progress 
     if progress is None or count == 1:
         return progress
     if isinstance(progress, ProgressReporter):
-        own = ProgressReporter(cast("TextIO", _Locked(progress.stream)), progress.tty, progress.interval,
-                               progress.clock)
+        own = ProgressReporter(cast("TextIO", _Locked(progress.stream)), progress.tty,
+                               progress.interval, progress.clock)
         return lambda suite, done, total: own(f"worker {number}: {suite}", done, total)
     # A caller's own callable, called from several threads: one call at a time.
     return lambda suite, done, total: _locked_call(progress, f"worker {number}: {suite}",
