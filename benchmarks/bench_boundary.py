@@ -94,7 +94,7 @@ def in_process(config: Any) -> None:
     from unittest import mock
 
     memory = InProcess(config)
-    with mock.patch.object(type(config), "launch", lambda self: memory):
+    with mock.patch.object(type(config), "launch", lambda self, env=None: memory):
         results = run(config)
     run_summary(results, None)
 

@@ -30,7 +30,7 @@ from pydantic import (
 from pydantic.fields import FieldInfo
 
 from membench_gate.budget import MAX_MINUTES, MINUTES_RANGE
-from membench_gate.defaults import DEFAULT_ALPHA, DEFAULT_BASELINE, REFERENCE_ADAPTER
+from membench_gate.defaults import DEFAULT_ALPHA, DEFAULT_BASELINE, MAX_WORKERS, REFERENCE_ADAPTER
 from membench_gate.errors import GateError
 from membench_gate.files import check_numbers, read_text
 from membench_gate.model import cells, metrics
@@ -90,6 +90,11 @@ class AdapterTable(Table):
     # anything else the gate keeps for itself stays withheld unless named here.
     pass_env: list[Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]] = Field(
         [], description="a list of environment variable names")
+    # Adapter processes at once (docs/adapters.md, "Workers"): how fast, never what is measured,
+    # so neither recorded nor hashed.
+    workers: Annotated[int, Field(
+        ge=1, le=MAX_WORKERS, strict=True,
+        description=f"a whole number of adapter processes, from 1 to {MAX_WORKERS}")] = 1
 
     @model_validator(mode="after")
     def _one_target(self) -> AdapterTable:
@@ -212,6 +217,7 @@ class Seam(NamedTuple):
     adapter_command: tuple[str, ...] | None
     timeout: float
     pass_env: tuple[str, ...] = ()
+    workers: int = 1
 
 
 class Config(NamedTuple):
@@ -232,6 +238,7 @@ class Config(NamedTuple):
     # [adapters.<seam>] by name, in name order; empty for one [adapter] table. With seams, the
     # adapter fields above are the first seam's (see ``by_seam``, which every run goes through).
     seams: Mapping[str, Seam] = MappingProxyType({})
+    workers: int = 1  # [adapter] workers (or --jobs): not recorded, not hashed
 
     @property
     def base_dir(self) -> Path:
@@ -260,7 +267,7 @@ class Config(NamedTuple):
         seam = self.seams[name]
         return self._replace(adapter=seam.adapter, adapter_options=seam.adapter_options,
                              adapter_command=seam.adapter_command, timeout=seam.timeout,
-                             pass_env=seam.pass_env, seams={})
+                             pass_env=seam.pass_env, workers=seam.workers, seams={})
 
     def by_seam(self) -> list[tuple[str, Config]]:
         """Each adapter to measure, as ``(seam, config with that adapter only)``: the seams in
@@ -272,6 +279,14 @@ class Config(NamedTuple):
     def with_seams(self, names: list[str]) -> Config:
         """This config restricted to the named seams (which it has)."""
         return self._replace(seams={n: self.seams[n] for n in sorted(set(names))})
+
+    def with_workers(self, jobs: int | None) -> Config:
+        """This config with ``jobs`` adapter processes for every adapter (``--jobs``, which
+        overrides ``[adapter] workers`` and each seam's); unchanged for ``None``."""
+        if jobs is None:
+            return self
+        return self._replace(workers=jobs, seams={name: seam._replace(workers=jobs)
+                                                  for name, seam in self.seams.items()})
 
     def with_holdout(self, include: bool) -> Config:
         return self._replace(include_holdout=self.include_holdout or include)
@@ -325,14 +340,15 @@ class Config(NamedTuple):
 
         return adapter_argv(self.adapter_command, self.adapter, [Path.cwd()])
 
-    def launch(self) -> Handshake:
-        """Start the adapter in the config's folder and send ``initialize`` (not waiting)."""
+    def launch(self, env: Mapping[str, str] | None = None) -> Handshake:
+        """Start the adapter in the config's folder and send ``initialize`` (not waiting);
+        ``env`` is added to its environment (a worker's number and temp folder)."""
         from membench_gate import budget
         from membench_gate.adapter.rpc import launch
 
         budget.adopt(self.budget_minutes)
         return launch(self.adapter_argv(), self.base_dir, self.timeout, self.adapter_options,
-                      self.adapter_env())
+                      {**self.adapter_env(), **(env or {})})
 
     def adapter_env(self) -> dict[str, str]:
         """The environment the adapter starts from: the live key's variable kept by the gate
@@ -481,13 +497,14 @@ def parse_config(text: str, path: Path, label: str | None = None) -> Config:
         live=data.live,
         pass_env=tuple(adapter.pass_env),
         seams=seams,
+        workers=adapter.workers,
     )._checked_floors(label)
 
 
 def _seam(table: AdapterTable) -> Seam:
     return Seam(python_target(table.python, table.command), dict(table.options),
                 tuple(table.command) if table.command is not None else None, table.timeout,
-                tuple(table.pass_env))
+                tuple(table.pass_env), table.workers)
 
 
 def _check_seams(raw: dict[str, Any], label: str) -> None:

@@ -13,3 +13,5 @@ REFERENCE_ADAPTER = "membench_gate.reference:ReferenceMemory"
 GATE_ONLY_VARIABLE = "MEMBENCH_GATE_ONLY"
 # The significance level of the statistical gate of stochastic cells when no [live] alpha is set.
 DEFAULT_ALPHA = 0.05
+# Adapter processes one run may start at once ([adapter] workers, --jobs).
+MAX_WORKERS = 64

@@ -179,10 +179,12 @@ class Host:
             if not isinstance(options, dict):
                 raise _Refused(INVALID_PARAMS, "initialize: options must be an object")
             self.adapter = build(self.target, options)
-            return {"protocol": PROTOCOL_VERSION, "name": self.target, "capabilities": {
-                "push": callable(getattr(self.adapter, "push", None)),
-                "write": callable(getattr(self.adapter, "write", None)),
-            }}
+            capabilities = {"push": callable(getattr(self.adapter, "push", None)),
+                            "write": callable(getattr(self.adapter, "write", None))}
+            if getattr(self.adapter, "workers", True) is False:  # one shared store: one process
+                capabilities["workers"] = False
+            return {"protocol": PROTOCOL_VERSION, "name": self.target,
+                    "capabilities": capabilities}
         if method == "shutdown":
             self.close()
             return None

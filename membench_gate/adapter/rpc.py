@@ -191,6 +191,7 @@ class AdapterProcess:
         # gate's own user's, here. Either way on the memory's interpreter when one was prepared.
         sandbox = seal.current()
         popen = sandbox.popen if sandbox is not None else subprocess.Popen
+        self._sealed = seal.started()  # handed back by kill(): the last one sweeps the sandbox
         try:
             self.proc = popen(
                 self.argv, cwd=cwd, env=adapter_environment(os.environ if env is None else env),
@@ -205,7 +206,9 @@ class AdapterProcess:
                             "(adapter.command: is it executable?)") from exc
         except OSError as exc:
             raise GateError(f"adapter: cannot start {self.argv[0]!r}: {exc.strerror or exc}") from exc
-        self._sealed = seal.started()  # handed back by kill(): the last one sweeps the sandbox
+        finally:
+            if self._sealed and not hasattr(self, "proc"):  # never started: handed back now
+                seal.release()
         for stream in (self.proc.stdin, self.proc.stdout):
             _widen(stream)
         self._buffer = bytearray()
@@ -522,6 +525,17 @@ class AdapterProcess:
         if wait:
             self.kill()
 
+    def interrupt(self) -> None:
+        """Kill the process group from another thread (another worker failed): the thread
+        waiting on this process then sees the end of its output and stops it as after any
+        failure. Nothing else is touched here, since that thread still reads the pipes."""
+        self._dead = True
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (OSError, AttributeError):
+            with suppress(OSError):
+                self.proc.kill()
+
     def kill(self) -> None:
         """Stop the process: at once, or after a ``shutdown`` when the grace period ends."""
         self._dead = True
@@ -584,6 +598,7 @@ def _debug_text(where: _Where, ident: int, error: Any) -> str:
 class Capabilities:
     push: bool = False
     write: bool = False
+    workers: bool = True  # false: one shared store, so one adapter process (docs/adapters.md)
 
 
 @dataclass
@@ -667,12 +682,15 @@ class Handshake:
                                     f"{PROTOCOL_VERSION}")
         caps = result.get("capabilities", {})
         if not isinstance(caps, dict) or any(
-                not isinstance(caps.get(name, False), bool) for name in ("push", "write")):
+                not isinstance(caps.get(name, False), bool) for name in ("push", "write",
+                                                                         "workers")):
             raise process.violation(where, "initialize",
-                                    'capabilities must be {"push": bool, "write": bool}')
+                                    'capabilities must be {"push": bool, "write": bool} '
+                                    '(and optionally "workers": bool)')
         name = result.get("name")
         return AdapterClient(process, name if isinstance(name, str) and name else "adapter",
-                             Capabilities(bool(caps.get("push")), bool(caps.get("write"))))
+                             Capabilities(bool(caps.get("push")), bool(caps.get("write")),
+                                          caps.get("workers", True) is not False))
 
 
 def launch(argv: Sequence[str], cwd: Path, timeout: float, options: Mapping[str, Any],

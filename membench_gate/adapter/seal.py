@@ -35,6 +35,8 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
+import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,6 +51,7 @@ SEAL_FILE = "seal.json"
 DIR_VARIABLE = "MEMBENCH_SEAL_DIR"  # the prepared folder, for every later command of the job
 MODE_VARIABLE = "MEMBENCH_SEAL"  # the action's input ``seal``
 USER_VARIABLE = "MEMBENCH_SEAL_USER"  # another sandbox user (two runners on one machine)
+WORKER_VARIABLE = "MEMBENCH_WORKER"  # which adapter process this is, 1 to N (docs/adapters.md)
 SWEEP_SECONDS = 10.0
 Isolation = Literal["sealed", "unsealed"]
 
@@ -145,8 +148,11 @@ class Sandbox:
                      "SUDO_COMMAND"):
             out.pop(name, None)
         assert self.home is not None and self.tmp is not None and self.user is not None
-        out.update(HOME=str(self.home), TMPDIR=str(self.tmp), TMP=str(self.tmp),
-                   TEMP=str(self.tmp), USER=self.user, LOGNAME=self.user)
+        # A worker's own folder (:func:`worker_tmp`) is inside the sandbox's: kept.
+        given = Path(env.get("TMPDIR") or "/")
+        tmp = given if given.parent == self.tmp else self.tmp
+        out.update(HOME=str(self.home), TMPDIR=str(tmp), TMP=str(tmp),
+                   TEMP=str(tmp), USER=self.user, LOGNAME=self.user)
         if cwd is not None:
             out["PWD"] = str(cwd)
         if out.get("GITHUB_WORKSPACE") and self.copy is not None:
@@ -337,6 +343,7 @@ class _State:
 
 
 _state: _State | None = None
+_COUNTING = threading.Lock()  # the live count, kept by several workers' threads at once
 
 
 def establish(required: bool = False, env: Mapping[str, str] | None = None) -> Isolation:
@@ -393,6 +400,27 @@ def _unsealed_because(mode: str, sandbox: Sandbox | None, env: Mapping[str, str]
     return ""
 
 
+def worker_tmp(number: int) -> tuple[Path, bool]:
+    """A new temp folder of its own for adapter worker ``number``, and whether the gate removes
+    it after: sealed, a folder the sandbox user makes in the sandbox's temp folder (which goes
+    with the sandbox); else one of the gate's, removed when the worker ends."""
+    sandbox = current()
+    if sandbox is None or not sandbox.sealed or sandbox.tmp is None:
+        return Path(tempfile.mkdtemp(prefix=f"membench-worker-{number}-")), True
+    folder = sandbox.tmp / f"worker-{number}-{os.urandom(6).hex()}"
+    try:
+        done = as_sandbox(sandbox, ["mkdir", "-m", "700", str(folder)], Path("/"),
+                          {"PATH": os.defpath, "LC_ALL": "C"}, stdin=subprocess.DEVNULL,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        _, err = done.communicate(timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise GateError(f"seal: cannot make worker {number}'s temp folder: {exc}") from None
+    if done.returncode != 0:
+        raise GateError(f"seal: cannot make worker {number}'s temp folder: "
+                        f"{err.decode('utf-8', 'replace').strip()[:200]}")
+    return folder, False
+
+
 def current() -> Sandbox | None:
     """The sandbox the pull request's code runs in (sealed or not), once :func:`establish`ed."""
     return _state.sandbox if _state is not None else None
@@ -404,12 +432,14 @@ def isolation() -> Isolation | None:
 
 
 def started() -> bool:
-    """An adapter process was started in the current sandbox; True when it is sealed (the
-    caller then hands it back with :func:`release`)."""
+    """An adapter process is starting in the current sandbox (called before it starts, so a
+    sweep never meets it half-started); True when it is sealed (the caller then hands it back
+    with :func:`release`)."""
     if _state is None or _state.sandbox is None or not _state.sandbox.sealed:
         return False
-    _state.live += 1
-    _state.used = True
+    with _COUNTING:
+        _state.live += 1
+        _state.used = True
     return True
 
 
@@ -418,10 +448,13 @@ def release() -> None:
     killed — what the adapter left behind (a server, a detached child) included."""
     if _state is None or _state.sandbox is None:
         return
-    _state.live = max(0, _state.live - 1)
-    if _state.live == 0:
-        sweep(_state.sandbox)
-        _state.used = False
+    # Workers end in threads of their own: the last sweeps, and no adapter starts meanwhile
+    # (the sweep would kill it).
+    with _COUNTING:
+        _state.live = max(0, _state.live - 1)
+        if _state.live == 0:
+            sweep(_state.sandbox)
+            _state.used = False
 
 
 def finish() -> None:

@@ -142,7 +142,7 @@ def main(env: Mapping[str, str] | None = None) -> int:
                     "--json", str(paths["verdict.json"]), "--report", str(paths["report.md"]),
                     "--base-out", str(paths["base.json"]),
                     "--history-out", str(paths[HISTORY_FILE]), *base_ref, *holdout,
-                    *_budget_args(settings)], env)
+                    *_budget_args(settings), *_jobs_args(settings)], env)
     room = SENSITIVITY_ROOM if settings.selftest else 0
     board = _read_once(paths, status, settings, room)
     report = _selftest(settings, paths, env) if settings.selftest else None
@@ -184,6 +184,11 @@ def _budget_args(settings: Settings) -> list[str]:
     """The input ``budget-minutes``; without it the check takes the config's, or CI's default."""
     return [] if settings.budget_minutes is None else [
         "--budget-minutes", str(settings.budget_minutes)]
+
+
+def _jobs_args(settings: Settings) -> list[str]:
+    """The input ``workers`` (or its default), as ``--jobs``: how fast, never what is measured."""
+    return ["--jobs", str(settings.workers)]
 
 
 def _foreign_writes(names: list[str]) -> str:
@@ -321,7 +326,8 @@ def _selftest(settings: Settings, paths: dict[str, Path], env: Mapping[str, str]
     from membench_gate.report.selftest import read_report
 
     _run_quarantined(["selftest", "--config", settings.config, "--json",
-                      str(paths["selftest.json"]), *_budget_args(settings)], env)
+                      str(paths["selftest.json"]), *_budget_args(settings),
+                      *_jobs_args(settings)], env)
     try:
         report = read_report(paths["selftest.json"])
     except GateError as exc:

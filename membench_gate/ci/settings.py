@@ -20,6 +20,12 @@ from membench_gate.adapter.seal import MODES as SEAL_MODES
 from membench_gate.errors import GateError
 from membench_gate.files import load_json
 
+AUTO_WORKERS = 4  # the input workers left empty: the runner's cores, at most this many
+
+
+def auto_workers() -> int:
+    """The input ``workers`` left empty: the runner's cores, at most :data:`AUTO_WORKERS`."""
+    return max(1, min(os.cpu_count() or 1, AUTO_WORKERS))
 COMMENT_MODES = ("update", "recreate", "off")
 _TRUE = {"true", "1", "yes", "on"}
 _FALSE = {"false", "0", "no", "off"}
@@ -122,6 +128,8 @@ class Settings:
     results: str = ""  # a results file to gate instead of running (merged shards)
     budget_minutes: float | None = None  # the check's time budget (else the config's, or CI's)
     seal: str = "auto"  # auto, required or off: whether the PR's code runs sealed (seal.py)
+    # Adapter processes side by side (--jobs); the input left empty: the cores, at most 4.
+    workers: int = field(default_factory=auto_workers)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -146,6 +154,18 @@ class Settings:
             except ValueError as exc:
                 raise GateError(f"input {name}: {exc}") from None
 
+        def workers(name: str) -> int:
+            from membench_gate.defaults import MAX_WORKERS
+
+            raw = text(name, "")
+            if not raw:
+                return auto_workers()
+            if raw.isascii() and raw.isdigit() and 1 <= int(raw) <= MAX_WORKERS:
+                return int(raw)
+            raise GateError(f"input {name}: expected a whole number from 1 to {MAX_WORKERS}, "
+                            f"or empty for the runner's cores (at most {AUTO_WORKERS}), got "
+                            f"{raw!r}")
+
         comment = text("comment", cls.comment)
         if comment not in COMMENT_MODES:
             raise GateError(f"input comment: expected update, recreate or off, got {comment!r}")
@@ -165,6 +185,7 @@ class Settings:
             results=text("results", cls.results),
             budget_minutes=minutes("budget-minutes"),
             seal=seal,
+            workers=workers("workers"),
         )
 
     @property

@@ -60,6 +60,15 @@ def _minutes(text: str) -> float:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def _jobs(text: str) -> int:
+    from membench_gate.defaults import MAX_WORKERS
+
+    if text.isascii() and text.isdigit() and 1 <= int(text) <= MAX_WORKERS:
+        return int(text)
+    raise argparse.ArgumentTypeError(f"expected a whole number from 1 to {MAX_WORKERS}, got "
+                                     f"{text!r}")
+
+
 # -- what most commands take ----------------------------------------------------------------------
 
 CONFIG = option("--config", type=Path, default=Path("membench.toml"),
@@ -70,6 +79,10 @@ DEBUG = option("--debug", action="store_true", help="show tracebacks")
 BUDGET_MINUTES = option("--budget-minutes", type=_minutes, metavar="N",
                         help="stop the adapter and fail (ERROR) when the command has run N "
                              "minutes (default: [gate] budget_minutes; in CI 60)")
+# Adapter processes at once (docs/adapters.md, "Workers"): never part of what is measured.
+JOBS = option("--jobs", type=_jobs, metavar="N",
+              help="run N adapter processes side by side, the items split between them "
+                   "(default: [adapter] workers, else 1; results are the same)")
 SEAL = option("--seal", action="store_true",
               help="run the adapter sealed (another user, a copy of the checkout without the "
                    "gold) or fail: an unsealed run is an ERROR")

@@ -51,16 +51,16 @@ class Command(NamedTuple):
 # In the order ``membench-gate --help`` lists them.
 COMMANDS: dict[str, Command] = {
     "run": Command("run:cmd_run", "run the suites and write a results file", (
-        *o.ADAPTER_RUN, o.OUT, o.SUITE, o.INCLUDE_HOLDOUT, o.SHARD)),
+        *o.ADAPTER_RUN, o.JOBS, o.OUT, o.SUITE, o.INCLUDE_HOLDOUT, o.SHARD)),
     "merge": Command("merge:cmd_merge", "merge the shards of a run into one results file", (
         # --config: the fixtures every part's items are checked against
         o.PARTS, o.MERGE_OUT, o.CONFIG, o.DEBUG)),
     "check": Command("check:cmd_check", "run and gate against the base commit's baseline", (
-        *o.ADAPTER_RUN, o.BASE_REF, o.RESULTS, o.ALLOW_REGRESSION, o.REPORT, o.JSON,
+        *o.ADAPTER_RUN, o.JOBS, o.BASE_REF, o.RESULTS, o.ALLOW_REGRESSION, o.REPORT, o.JSON,
         o.VERIFY_DETERMINISM, o.CHECK_OUT, o.BASE_OUT, o.HISTORY_OUT, o.INCLUDE_HOLDOUT)),
     "bless": Command("bless:cmd_bless", "write the baseline (atomically), justified where the "
                                         "gate requires it", (
-        *o.ADAPTER_RUN, o.JUSTIFICATION, o.BASE_REF, o.BLESS_RESULTS)),
+        *o.ADAPTER_RUN, o.JOBS, o.JUSTIFICATION, o.BASE_REF, o.BLESS_RESULTS)),
     "comment": Command("comment:cmd_comment", "post or update the sticky PR comment", (
         o.COMMENT_REPORT, o.VERDICT, o.COMMENT_RESULTS, o.BASE, o.FROM_ARTIFACT, o.KEY, o.MODE,
         o.DEBUG)),
@@ -71,7 +71,7 @@ COMMANDS: dict[str, Command] = {
                                      "vs head", (
         *o.ADAPTER_RUN, o.TARGET, o.SHOW_RESULTS, o.BASE_REF)),
     "doctor": Command("doctor:cmd_doctor", "check the adapter against the protocol",
-                      o.ADAPTER_RUN),
+                      (*o.ADAPTER_RUN, o.JOBS)),
     "import": Command("import_:cmd_import", "fixture folders from the data sets memory teams "
                                             "already have", (
         o.FORMAT, o.SOURCES, o.IMPORT_OUT, o.DEBUG),
@@ -80,7 +80,7 @@ COMMANDS: dict[str, Command] = {
                     "UNANSWERABLE.jsonl · longmemeval FILE · locomo FILE · brainbench DIR"),
     "selftest": Command("selftest:cmd_selftest", "prove every gated metric can fail: run mutants "
                                                  "of the adapter", (
-        *o.ADAPTER_RUN, o.SELFTEST_JSON, o.MUTANT)),
+        *o.ADAPTER_RUN, o.JOBS, o.SELFTEST_JSON, o.MUTANT)),
     "explain": Command("explain:cmd_explain", "the metric glossary", (o.METRIC, o.DEBUG.hidden())),
     "history": Command("history:cmd_history", "gated metrics across the blessed baselines in "
                                               "git (table; HTML charts)", (

@@ -70,13 +70,14 @@ def _listed(keys: list[str]) -> str:
 
 
 def bless(config_path: Path, context: Context, *, justification: str | None = None,
-          base_ref: str | None = None, results_path: Path | None = None) -> int:
+          base_ref: str | None = None, results_path: Path | None = None,
+          jobs: int | None = None) -> int:
     """The ``bless`` command: 0 when the baseline was written, 1 when refused.
 
     ``justification`` explains the breaches against the base baseline; ``results_path`` blesses
-    an earlier run instead of running the suites.
+    an earlier run instead of running the suites; ``jobs`` is ``--jobs``.
     """
-    config = load_config(config_path)
+    config = load_config(config_path).with_workers(jobs)
     # Everything the baseline is judged on is read before any adapter starts.
     base = _base(config, base_ref, context, config_path)
     committed = _readable_committed(config)
@@ -151,4 +152,4 @@ def cmd_bless(args: argparse.Namespace) -> int:
 
     seal.establish(required=args.seal)  # before any adapter starts (docs/gate.md, "Sealed")
     return bless(args.config, Context.from_env(), justification=args.justification,
-                 base_ref=args.base_ref, results_path=args.results)
+                 base_ref=args.base_ref, results_path=args.results, jobs=args.jobs)

@@ -40,7 +40,8 @@ def cmd_check(args: argparse.Namespace) -> int:
         raise
     return check(args.config, context, base_ref=args.base_ref, results=args.results,
                  allow_regression=args.allow_regression, include_holdout=args.include_holdout,
-                 verify_determinism=args.verify_determinism, outputs=outputs, git=git)
+                 verify_determinism=args.verify_determinism, outputs=outputs, git=git,
+                 jobs=args.jobs)
 
 
 def start_git(config_path: Path) -> Started | None:

@@ -135,15 +135,16 @@ def _results(config: Config, inputs: Inputs, verify_determinism: bool) -> Result
         return inputs.results
     from membench_gate.run.runner import progress_reporter, run
 
-    results = run(config, progress_reporter(), preloaded=inputs.fixtures)
-    if verify_determinism:
-        from membench_gate.run.determinism import first_difference
+    if not verify_determinism:
+        return run(config, progress_reporter(), preloaded=inputs.fixtures)
+    from membench_gate.run.determinism import first_difference, run_twice
 
-        where = first_difference(results, run(config, None, preloaded=inputs.fixtures))
-        if where:
-            inputs.reasons.append(
-                f"{NOT_DETERMINISTIC}: two runs of the same config differ, first at "
-                f"{where} (equal scores in an arbitrary order? sort ties by score, then id)")
+    results, again = run_twice(config, progress_reporter(), inputs.fixtures)
+    where = first_difference(results, again)
+    if where:
+        inputs.reasons.append(
+            f"{NOT_DETERMINISTIC}: two runs of the same config differ, first at "
+            f"{where} (equal scores in an arbitrary order? sort ties by score, then id)")
     return results
 
 
@@ -200,7 +201,8 @@ def _foreign_commit(results: Results, config: Config) -> list[str]:
 def check(config_path: Path, context: Context, *, base_ref: str | None = None,
           results: Path | None = None, allow_regression: str | None = None,
           include_holdout: bool = False, verify_determinism: bool = False,
-          outputs: Outputs = NO_OUTPUTS, git: Started | None = None) -> int:
+          outputs: Outputs = NO_OUTPUTS, git: Started | None = None,
+          jobs: int | None = None) -> int:
     """``membench-gate check``: read every input, run (or read ``results``), compare with the
     base commit's baseline, return the verdict's exit code.
 
@@ -213,7 +215,7 @@ def check(config_path: Path, context: Context, *, base_ref: str | None = None,
     try:
         with fail_closed(str(config_path), [outputs.json, outputs.out, outputs.base_out,
                                             outputs.history_out], [outputs.report]):
-            config = load_config(config_path).with_holdout(include_holdout)
+            config = load_config(config_path).with_holdout(include_holdout).with_workers(jobs)
             if allow_regression is not None and context.ci:
                 raise GateError("--allow-regression is local only: refused because CI or "
                                 "GITHUB_ACTIONS is set")

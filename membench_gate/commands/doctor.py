@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from membench_gate import budget
 from membench_gate.adapter import rpc
-from membench_gate.adapter.types import Answer, Query, Record
+from membench_gate.adapter.types import Answer, Query, Record, query_to_wire, record_to_wire
 from membench_gate.config import Config
 from membench_gate.errors import ExitCode, GateError, visible, without_ansi
 
@@ -232,6 +232,61 @@ def _determinism(adapter: _Adapter) -> Check:
     return Check(name, True, f"3 sessions, 2 processes, tie order included{note}")
 
 
+WORKERS_CHECK = "two workers do not see each other's records"
+# What a later worker ingests: a record of its own, which worker 1 must not see either.
+PROBE = Record("worker-probe", "The lighthouse keeper logs the fog horn tests in the blue "
+               "binder every Tuesday.", source="payments")
+SHARED_ADVICE = ("workers = 1 is required: declare capabilities.workers: false, or keep one store "
+                 "per worker (MEMBENCH_WORKER, TMPDIR)")
+
+
+def _ids(client: rpc.AdapterClient, record: Record, label: str) -> list[str]:
+    """The ids a raw ``search`` for ``record``'s own text answers (unchecked: an id this worker
+    never ingested is the finding here, not a protocol error)."""
+    result = client.call("search", {"query": query_to_wire(Query(record.text, 5, record.source))},
+                         SUITE, label)
+    hits = result.get("hits") if isinstance(result, dict) else None
+    return [h["id"] for h in hits or () if isinstance(h, dict) and isinstance(h.get("id"), str)]
+
+
+def _workers_independent(config: Config) -> Check:
+    """Worker 1 ingests the records; each other worker resets, ingests a probe and searches:
+    it must see none of worker 1's records, and worker 1, after their resets, must still find
+    its own and not the probe (docs/adapters.md, "Workers")."""
+    from membench_gate.run.workers import Workers
+
+    count = max(2, config.workers)
+    workers = Workers(config, range(1, count + 1), private=True)
+    try:
+        first = workers.first.client
+        if not first.capabilities.workers:
+            return Check(WORKERS_CHECK, None, "declares capabilities.workers: false: every run "
+                         "uses one worker")
+        workers.start_others()
+        first.call("reset", {}, SUITE, None)
+        first.call("ingest", {"records": [record_to_wire(r) for r in RECORDS]}, SUITE, None)
+        for other in workers.started[1:]:
+            client = other.client
+            client.call("reset", {}, SUITE, None)
+            client.call("ingest", {"records": [record_to_wire(PROBE)]}, SUITE, None)
+            seen = sorted({i for r in PAYMENTS for i in _ids(client, r, r.id)} - {PROBE.id})
+            if seen:
+                return Check(WORKERS_CHECK, False, f"worker {other.number} found "
+                             f"{', '.join(seen)}, which only worker 1 ingested: {SHARED_ADVICE}")
+        lost = [r.id for r in PAYMENTS if r.id not in _ids(first, r, r.id)]
+        if lost:
+            return Check(WORKERS_CHECK, False, f"worker 1 no longer finds {lost[0]} after another "
+                         f"worker's reset: {SHARED_ADVICE}")
+        if PROBE.id in _ids(first, PROBE, PROBE.id):
+            return Check(WORKERS_CHECK, False, f"worker 1 found {PROBE.id}, which another worker "
+                         f"ingested: {SHARED_ADVICE}")
+        workers.shutdown()
+        return Check(WORKERS_CHECK, True, f"{count} workers (MEMBENCH_WORKER 1-{count}), each "
+                     "with its own store")
+    finally:
+        workers.kill()
+
+
 def diagnose(config: Config) -> tuple[list[Check], dict[str, list[float]], str]:
     """Run every check; returns the rows, the latencies per method and the adapter's name."""
     adapter = _Adapter(config)
@@ -260,6 +315,7 @@ def diagnose(config: Config) -> tuple[list[Check], dict[str, list[float]], str]:
             ("records of another source never returned",
              lambda: _source_isolation(adapter.session())),
             ("identical sessions give identical answers", lambda: _determinism(adapter)),
+            (WORKERS_CHECK, lambda: _workers_independent(config)),
         ]
         for label, step in steps:
             try:
@@ -325,4 +381,4 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     from membench_gate.config import load_config
 
     seal.establish(required=args.seal)  # before any adapter starts (docs/gate.md, "Sealed")
-    return doctor(load_config(args.config))
+    return doctor(load_config(args.config).with_workers(args.jobs))

@@ -20,7 +20,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
         seal.establish(required=args.seal)  # before any adapter starts (docs/gate.md, "Sealed")
         shard = parse_shard(args.shard) if args.shard is not None else None
-        config = load_config(args.config).with_holdout(args.include_holdout)
+        config = load_config(args.config).with_holdout(args.include_holdout) \
+            .with_workers(args.jobs)
         if args.suite:
             config = config.with_suites(args.suite)
         results = run(config, progress_reporter(), shard=shard)

@@ -8,10 +8,70 @@ difference so it can be fixed at its source — usually by sorting ties by ``(sc
 
 from __future__ import annotations
 
-from typing import Any
+import threading
+from typing import TYPE_CHECKING, Any
 
 from membench_gate.model.canonical import normalize
 from membench_gate.model.results import Results
+
+if TYPE_CHECKING:
+    from membench_gate.config import Config
+    from membench_gate.suites.common.fixtures import SuiteFixtures
+    from membench_gate.suites.common.suite import Progress
+
+
+def run_twice(config: Config, progress: Progress | None,
+              preloaded: tuple[str, dict[str, SuiteFixtures]]) -> tuple[Results, Results]:
+    """Two runs of ``config`` (progress shown for the first): one after the other with one
+    worker; side by side with two or more, the workers shared between them (the first gets
+    the odd one) and numbered apart, so no two adapter processes share a number or a temp
+    folder. The second starts once every adapter of the first allowed several processes
+    (``capabilities.workers``), else after the first ends."""
+    from membench_gate.run.runner import run
+
+    if config.workers < 2:
+        return (run(config, progress, preloaded=preloaded),
+                run(config, None, preloaded=preloaded))
+    first = config.with_workers((config.workers + 1) // 2)
+    second = config.with_workers(config.workers // 2)
+    outcome: list[Results | BaseException] = []
+    allowed: list[bool] = []
+    go = threading.Event()
+
+    def told(seam: str, ok: bool) -> None:
+        allowed.append(ok)
+        if ok and len(allowed) == len(config.by_seam()):
+            go.set()
+
+    def again() -> None:
+        try:
+            go.wait()
+            if not all(allowed) or len(allowed) < len(config.by_seam()):
+                done.wait()  # one shared store: not beside the first pass, after it
+            if failed:
+                return  # the first pass's error is the check's
+            outcome.append(run(second, None, preloaded=preloaded,
+                               first_worker=first.workers + 1, alongside=True))
+        except BaseException as exc:  # raised in the main thread below
+            outcome.append(exc)
+
+    done = threading.Event()
+    failed: list[bool] = []
+    thread = threading.Thread(target=again, name="second pass", daemon=True)
+    thread.start()
+    try:
+        results = run(first, progress, preloaded=preloaded, alongside=True, on_start=told)
+    except BaseException:
+        failed.append(True)
+        raise
+    finally:
+        done.set()
+        go.set()
+        thread.join()
+    second_pass = outcome[0]
+    if isinstance(second_pass, BaseException):
+        raise second_pass
+    return results, second_pass
 
 
 def _walk(a: Any, b: Any, path: str) -> str | None:

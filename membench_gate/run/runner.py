@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import sys
+import threading
 import time
 from collections.abc import Callable
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO, cast
 
 from membench_gate import __version__
 from membench_gate.config import Config
@@ -150,7 +151,9 @@ def _passes(suite: Suite, fixtures: SuiteFixtures, session: Any, options: SuiteO
 def run(config: Config, progress: Progress | None = None,
         wrap: Callable[[rpc.SuiteSession], Any] | None = None,
         shard: Shard | None = None,
-        preloaded: tuple[str, dict[str, SuiteFixtures]] | None = None) -> Results:
+        preloaded: tuple[str, dict[str, SuiteFixtures]] | None = None,
+        first_worker: int = 1, alongside: bool = False,
+        on_start: Callable[[str, bool], None] | None = None) -> Results:
     """Run every enabled suite of ``config`` against its adapter, in the adapter's own process
     (with seams, against each seam's adapter in turn, its cells named ``<seam>/<cell>``).
 
@@ -158,7 +161,15 @@ def run(config: Config, progress: Progress | None = None,
     selftest's mutants). With ``shard``, only that shard's items are scored (the corpus is still
     ingested whole). ``preloaded`` is what :func:`load_fixtures` gave, when the caller loaded
     them already. Every input is read before the adapter starts: nothing the memory's code does
-    can change what it is measured on."""
+    can change what it is measured on.
+
+    Each adapter runs as ``config.workers`` processes (:mod:`membench_gate.run.workers`),
+    numbered from ``first_worker``; ``alongside`` says other runs' adapters run at the same time
+    (a selftest's mutants, the determinism check's second pass), so even one worker gets a temp
+    folder of its own. The results do not depend on either. ``on_start(seam, allowed)`` is told,
+    for each adapter once its first worker answered ``initialize``, whether it allows several
+    processes (``capabilities.workers``): what a caller waits for before it starts another run
+    of the same adapter beside this one."""
     started = datetime.now(timezone.utc)
     clock = time.perf_counter()
     digest, loaded = preloaded or load_fixtures(config)
@@ -175,7 +186,7 @@ def run(config: Config, progress: Progress | None = None,
     for seam, adapter in config.by_seam():
         try:
             name = _run_adapter(adapter, loaded, seam, progress, wrap, shard, llm,
-                                (cells, items, digests))
+                                (cells, items, digests), (first_worker, alongside), on_start)
         except GateError as exc:
             if seam:  # the same error (its kind, exit code and detail), saying whose it is
                 exc.args = (f"seam {seam}: {exc}",)
@@ -204,46 +215,136 @@ def run(config: Config, progress: Progress | None = None,
 def _run_adapter(config: Config, loaded: dict[str, SuiteFixtures], seam: str,
                  progress: Progress | None, wrap: Callable[[rpc.SuiteSession], Any] | None,
                  shard: Shard | None, llm: Any,
-                 into: tuple[dict[str, Cell], dict[str, Any], dict[str, dict[str, str]]]) -> str:
-    """Every suite of ``loaded`` against ``config``'s one adapter, its cells and items put
-    ``into`` (cells, items, digests) under ``seam``; the adapter's name."""
+                 into: tuple[dict[str, Cell], dict[str, Any], dict[str, dict[str, str]]],
+                 numbering: tuple[int, bool] = (1, False),
+                 on_start: Callable[[str, bool], None] | None = None) -> str:
+    """Every suite of ``loaded`` against ``config``'s one adapter, in its workers, its cells and
+    items put ``into`` (cells, items, digests) under ``seam``; the adapter's name. ``numbering``
+    is the first worker's number and whether other runs go on alongside."""
+    from membench_gate.run import workers as pool
+
     cells, items, digests = into
-    process = (handshake := config.launch()).process
+    scored = {name: shard.restrict(name, fixtures) if shard else fixtures
+              for name, fixtures in loaded.items()}
+    live = [name for name in loaded if get(name).live]  # one LLM client: run whole in worker 1
+    count = pool.useful(scored, config.workers, live)
+    first, alongside = numbering
+    processes = pool.Workers(config, range(first, first + count), alongside or count > 1)
     try:
-        client = handshake.finish()
+        client = processes.first.client
         for name in loaded:  # what a suite needs of the adapter, before any suite runs
             check_adapter = get(name).check_adapter
             if check_adapter is not None:
                 check_adapter(client.capabilities)
-        for name, fixtures in loaded.items():
-            session: Any = client.session(name)
-            if wrap is not None:
-                session = wrap(session)
-            scored = shard.restrict(name, fixtures) if shard else fixtures
-            if get(name).live:
-                from membench_gate.run.live import LiveSession, LiveSkipped
+        if on_start is not None:
+            on_start(seam, client.capabilities.workers)
+        if count > 1 and not client.capabilities.workers:
+            _one_worker(config, seam, client.name, count)
+            count = 1
+        elif count > 1:
+            processes.start_others()
+        plan = {name: [fixtures] + [None] * (count - 1) if name in live
+                else pool.shares(name, fixtures, count) for name, fixtures in scored.items()}
 
-                try:
-                    outcome = _passes(get(name), scored, LiveSession(session, llm),
-                                      config.suites[name], _in_seam(progress, seam))
-                except LiveSkipped as skip:
-                    # Its cells are left out: against a base that has them, that is a breach.
-                    llm.skipped[name] = str(skip)
-                    sys.stderr.write(f"{join(seam, name)}: skipped, {skip} (docs/live.md)\n")
-                    continue
-            else:
-                outcome = _passes(get(name), scored, session, config.suites[name],
-                                  _in_seam(progress, seam))
+        def task(worker: pool.Worker) -> dict[str, SuiteRun]:
+            position = worker.number - first
+            told = _in_seam(_for_worker(progress, worker.number, count), seam)
+            return _suites(config, worker.client, {name: shares[position] for name, shares
+                                                   in plan.items()}, wrap, llm, seam, told)
+
+        outcomes = processes.each(task)
+        for name, fixtures in loaded.items():
+            runs = [done[name] for done in outcomes if name in done]
+            if not runs:
+                continue  # a live suite skipped
+            outcome = pool.combine(name, config.suites[name], runs)
             for cell_name, cell in outcome.cells.items():
                 named = join(seam, cell_name)
                 cells[named] = as_cell(cell)
                 digests[named] = cell_digests(fixtures, outcome.items[cell_name])
             items.update({join(seam, cell_name): records
                           for cell_name, records in outcome.items.items()})
-        process.shutdown()
+        processes.shutdown()
     finally:
-        process.kill()
+        processes.kill()
     return client.name
+
+
+def _suites(config: Config, client: rpc.AdapterClient, share: dict[str, SuiteFixtures | None],
+            wrap: Callable[[rpc.SuiteSession], Any] | None, llm: Any, seam: str,
+            progress: Progress | None) -> dict[str, SuiteRun]:
+    """One worker's runs of the suites it has a share of (a live suite skipped is left out)."""
+    runs: dict[str, SuiteRun] = {}
+    for name, scored in share.items():
+        if scored is None:
+            continue  # nothing of this suite to score here: not even its corpus is ingested
+        session: Any = client.session(name)
+        if wrap is not None:
+            session = wrap(session)
+        if get(name).live:
+            from membench_gate.run.live import LiveSession, LiveSkipped
+
+            try:
+                runs[name] = _passes(get(name), scored, LiveSession(session, llm),
+                                     config.suites[name], progress)
+            except LiveSkipped as skip:
+                # Its cells are left out: against a base that has them, that is a breach.
+                llm.skipped[name] = str(skip)
+                sys.stderr.write(f"{join(seam, name)}: skipped, {skip} (docs/live.md)\n")
+        else:
+            runs[name] = _passes(get(name), scored, session, config.suites[name], progress)
+    return runs
+
+
+_TOLD: set[tuple[str, str]] = set()  # adapters already said to run as one worker
+
+
+def _one_worker(config: Config, seam: str, name: str, asked: int) -> None:
+    """Say once per adapter that it runs as one worker, as it asks."""
+    key = (seam, " ".join(config.adapter_command) if config.adapter_command else config.adapter)
+    if key in _TOLD:
+        return
+    _TOLD.add(key)
+    where = f"seam {seam}: " if seam else ""
+    sys.stderr.write(f"membench-gate: {where}adapter {name!r} declares capabilities.workers "
+                     f"false (one shared store): 1 worker instead of {asked}\n")
+
+
+def _for_worker(progress: Progress | None, number: int, count: int) -> Progress | None:
+    """Progress lines that name the worker (``worker 2: veto: …``) when there are several; each
+    worker's own reporter, so one's lines never reset another's estimate."""
+    if progress is None or count == 1:
+        return progress
+    if isinstance(progress, ProgressReporter):
+        own = ProgressReporter(cast("TextIO", _Locked(progress.stream)), progress.tty,
+                               progress.interval, progress.clock)
+        return lambda suite, done, total: own(f"worker {number}: {suite}", done, total)
+    # A caller's own callable, called from several threads: one call at a time.
+    return lambda suite, done, total: _locked_call(progress, f"worker {number}: {suite}",
+                                                   done, total)
+
+
+_PROGRESS = threading.Lock()
+
+
+def _locked_call(progress: Progress, suite: str, done: int, total: int) -> None:
+    with _PROGRESS:
+        progress(suite, done, total)
+
+
+class _Locked:
+    """A stream several workers' progress lines go to, one write (and flush) at a time."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        with _PROGRESS:
+            return self.stream.write(text)
+
+    def flush(self) -> None:
+        with _PROGRESS:
+            self.stream.flush()
 
 
 def _in_seam(progress: Progress | None, seam: str) -> Progress | None:

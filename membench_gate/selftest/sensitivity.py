@@ -12,12 +12,20 @@ A stochastic cell (a suite with repeats) is gated as a whole by the statistical 
 ``stochastic-regression`` of the cell covers each of its gated metrics; such a config also gets
 null comparisons (:mod:`membench_gate.selftest.null`), and a false-alarm rate above alpha beyond
 its sampling error fails the selftest too.
+
+With ``workers = N`` (or ``--jobs N``) the unmutated run goes first, then the mutants' runs N at a
+time, each a run of one adapter process numbered by its slot (``MEMBENCH_WORKER``, a temp folder
+of its own): a mutant's run is the same run whatever else goes on beside it. An adapter that
+declares ``capabilities.workers: false`` has its mutants run one after the other.
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 
 from membench_gate.budget import OutOfTime
 from membench_gate.config import Config
@@ -56,18 +64,25 @@ def selftest(config: Config, mutants: Sequence[type[Mutant]] = MUTANTS,
              log: bool = True, alpha: float = DEFAULT_ALPHA) -> SelftestReport:
     """Run the unmutated suites and every mutant; judge each mutated run with the gate (at
     ``alpha``, the config's, for stochastic cells)."""
-    base = run(config).to_baseline()
+    outcomes, cancel = _runs(config, mutants, log)
+    try:
+        return _judged(outcomes, mutants, alpha)
+    finally:
+        cancel()  # after an error: the runs not begun never start, the others end first
+
+
+def _judged(outcomes: Sequence[Callable[[], Baseline]], mutants: Sequence[type[Mutant]],
+            alpha: float) -> SelftestReport:
+    """Each mutant's run judged against the unmutated one (``outcomes[0]``)."""
+    base = outcomes[0]()
     wanted = targets(base)
     # A zero-gated metric the unmutated run already breaks proves nothing when a mutant does too.
     already = sorted(_breached(base, base, alpha) & set(wanted))
     results: dict[str, MutantResult] = {}
     runs: dict[str, Baseline] = {}
-    for number, mutant in enumerate(mutants, 1):
-        if log:
-            print(f"selftest: mutant {number}/{len(mutants)} {mutant.name}", file=sys.stderr,
-                  flush=True)
+    for mutant, outcome in zip(mutants, outcomes[1:], strict=True):
         try:
-            actual = run(config, wrap=mutant).to_baseline()
+            actual = outcome()
         except OutOfTime:
             raise  # no mutant's fault: the selftest is an ERROR
         except GateError as exc:
@@ -84,6 +99,55 @@ def selftest(config: Config, mutants: Sequence[type[Mutant]] = MUTANTS,
                           at_worst=worst, metrics=by_metric, kinds=wanted,
                           unmutated_breaches=already, mutants=results,
                           null=null_comparisons(base, runs, alpha))
+
+
+def _runs(config: Config, mutants: Sequence[type[Mutant]], log: bool
+          ) -> tuple[list[Callable[[], Baseline]], Callable[[], None]]:
+    """The unmutated run, then each mutant's, as calls giving its baseline (or raising its
+    error), and what cancels the runs not begun: one after the other with one worker;
+    ``config.workers`` at a time otherwise, each in a slot of its own, once the unmutated run
+    (alone) showed that the adapter allows several processes (``capabilities.workers``)."""
+    total = len(mutants)
+    if config.workers == 1:
+        return [partial(_one, config, wrap, position, total, log, None)
+                for position, wrap in enumerate([None, *mutants])], lambda: None
+    single = config.with_workers(1)
+    allowed: list[bool] = []
+    base = _one(single, None, 0, total, log, 1, lambda _seam, ok: allowed.append(ok))
+    if not all(allowed):  # one shared store: the mutants one after the other, as one worker
+        return [lambda: base, *(partial(_one, config, mutant, position, total, log, None)
+                                for position, mutant in enumerate(mutants, 1))], lambda: None
+    slots = list(range(config.workers, 0, -1))  # free worker numbers, the lowest taken first
+    lock = threading.Lock()
+
+    def in_slot(position: int, mutant: type[Mutant]) -> Baseline:
+        with lock:
+            slot = slots.pop()
+        try:
+            return _one(single, mutant, position, total, log, slot)
+        finally:
+            with lock:
+                slots.append(slot)
+
+    executor = ThreadPoolExecutor(max_workers=config.workers, thread_name_prefix="selftest")
+    futures = [executor.submit(in_slot, position, mutant)
+               for position, mutant in enumerate(mutants, 1)]
+    return [lambda: base, *(future.result for future in futures)], \
+        lambda: executor.shutdown(wait=True, cancel_futures=True)
+
+
+def _one(config: Config, mutant: type[Mutant] | None, position: int, total: int, log: bool,
+         slot: int | None, on_start: Callable[[str, bool], None] | None = None) -> Baseline:
+    """One run of the selftest: the unmutated one (``mutant`` None) or a mutant's, as worker
+    ``slot`` beside the others' runs (None: alone, with the config's workers)."""
+    if log and mutant is not None:
+        where = f" (worker {slot})" if slot is not None else ""
+        print(f"selftest: mutant {position}/{total} {mutant.name}{where}", file=sys.stderr,
+              flush=True)
+    if slot is None:
+        return run(config, wrap=mutant).to_baseline()
+    return run(config, wrap=mutant, first_worker=slot, alongside=True,
+               on_start=on_start).to_baseline()
 
 
 def _metric_value(baseline: Baseline, key: str) -> tuple[str, float]:

@@ -63,7 +63,8 @@ def test_every_action_input_reaches_the_scripts_through_env() -> None:
     assert set(action["outputs"]) == expected
     assert {"config", "python-version", "install", "github-token", "comment", "comment-key",
             "fail-on-regression", "base-ref", "include-holdout", "selftest",
-            "verify-determinism", "results", "budget-minutes", "seal"} == set(action["inputs"])
+            "verify-determinism", "results", "budget-minutes", "seal", "workers"} == \
+        set(action["inputs"])
 
 
 def _checkouts(node: object) -> list[dict]:

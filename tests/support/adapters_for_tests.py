@@ -16,12 +16,20 @@ as a user's memory system does (``adapter.python = "adapters_for_tests:Oracle"``
 - :class:`TextlessWriter` writes like the reference memory but returns hits without ``text``.
 - :class:`Flaky` is the reference memory, except that each search forgets everything with
   probability ``1 - keep`` (random per call, seeded): a stochastic memory, for the repeats.
+- :class:`WorkerProbe` is the reference memory that writes its worker's number, temp folder and
+  pid to ``<log>/worker-<n>.json`` when built; :class:`SingleStore` the same, declaring
+  ``workers = False``. :class:`SharedFileStore` keeps every record in one file all its processes
+  share (a shared on-disk store). :class:`CrashInWorkerOne` crashes on its third search in worker
+  1 (two seconds into it) and, in the other workers, takes ``hang`` seconds per search.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import random
+import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -223,3 +231,67 @@ class Flaky(ReferenceMemory):
     def search(self, query: Query) -> Answer:
         answer = super().search(query)
         return answer if self.random.random() < self.keep else Answer(hits=[], abstain=False)
+
+
+class WorkerProbe(ReferenceMemory):
+    """The reference memory, saying which worker it is: ``<log>/worker-<n>.json`` holds its
+    ``MEMBENCH_WORKER``, ``TMPDIR`` and pid."""
+
+    def __init__(self, log: str = ".", **options: Any) -> None:
+        super().__init__(**options)
+        number = os.environ.get("MEMBENCH_WORKER", "none")
+        Path(log, f"worker-{number}.json").write_text(json.dumps({
+            "worker": number, "tmpdir": os.environ.get("TMPDIR"), "pid": os.getpid(),
+            "tmp_exists": os.path.isdir(os.environ.get("TMPDIR") or "/nonexistent")}),
+            encoding="utf-8")
+
+
+class SingleStore(WorkerProbe):
+    """A :class:`WorkerProbe` that declares one shared store (``capabilities.workers: false``)."""
+
+    workers = False
+
+
+class SharedFileStore:
+    """Every process shares one store: a JSON file in the config's folder (an on-disk store that
+    ignores ``MEMBENCH_WORKER`` and ``TMPDIR``); ranks by shared words."""
+
+    def __init__(self, **_options: Any) -> None:
+        self.path = Path("shared-store.json")
+
+    def _load(self) -> list[dict[str, str]]:
+        return json.loads(self.path.read_text(encoding="utf-8")) if self.path.exists() else []
+
+    def reset(self) -> None:
+        self.path.write_text("[]", encoding="utf-8")
+
+    def ingest(self, records: Sequence[Record]) -> None:
+        stored = self._load() + [{"id": r.id, "text": r.text, "source": r.source}
+                                 for r in records]
+        self.path.write_text(json.dumps(stored), encoding="utf-8")
+
+    def search(self, query: Query) -> Answer:
+        words = set(normalize_text(query.text).split())
+        scored = sorted(((len(words & set(normalize_text(r["text"]).split())), r["id"])
+                         for r in self._load() if r["source"] == query.source),
+                        key=lambda t: (-t[0], t[1]))
+        return Answer(hits=[Hit(i, float(n)) for n, i in scored[:query.k] if n])
+
+
+class CrashInWorkerOne(WorkerProbe):
+    """Worker 1 dies on its third search; the others take ``hang`` seconds per search."""
+
+    def __init__(self, hang: float = 30.0, **options: Any) -> None:
+        super().__init__(**options)
+        self.hang, self.searches = hang, 0
+        self.first = os.environ.get("MEMBENCH_WORKER") == "1"
+
+    def search(self, query: Query) -> Answer:
+        self.searches += 1
+        if self.first and self.searches == 3:
+            time.sleep(2)  # the other workers are well into their (long) searches by now
+            print("worker one: the index file is gone", file=sys.stderr, flush=True)
+            os._exit(3)
+        if not self.first:
+            time.sleep(self.hang)
+        return super().search(query)

@@ -23,8 +23,10 @@ def cli_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
 
 # A progress line of a run outside a terminal (docs/gate.md, "Progress"): one per suite when it
 # ends, and periodic ones while a suite runs for more than a few seconds. How many periodic lines a
-# run prints depends on the machine's load, so a test that reads stderr leaves them out.
-PROGRESS_LINE = re.compile(r"[a-z]+: \d+/\d+ adapter calls(?:, about \d+(?:s| min) left)?")
+# run prints depends on the machine's load, so a test that reads stderr leaves them out. With
+# several adapter workers each line names its worker first.
+PROGRESS_LINE = re.compile(r"(?:worker \d+: )?[a-z]+: \d+/\d+ adapter calls"
+                           r"(?:, about \d+(?:s| min) left)?")
 
 
 def without_progress(stderr: str) -> list[str]:

@@ -57,7 +57,14 @@ class FixturesModule(Protocol):
 
 @runtime_checkable
 class ScoringModule(Protocol):
-    """A suite's ``scoring`` module: ask the adapter, then score the records."""
+    """A suite's ``scoring`` module: ask the adapter, then score the records.
+
+    ``run`` asks only about the items of ``fixtures.digests`` (a shard's, a worker's) and skips
+    a unit — what one ``reset`` serves: a haystack, a conversation, a session — none of whose
+    items it scores. A suite that resets per unit also defines ``units(fixtures) -> list[list[str]]``
+    (optional): the scored items grouped by unit, in fixture order, so the workers split it by
+    unit and each reset goes to one worker (:mod:`membench_gate.run.workers`); without it each
+    item is a unit of its own."""
 
     def run(self, fixtures: Any, session: Any, options: Any,
             progress: Progress | None = None) -> SuiteRun:

@@ -120,12 +120,31 @@ def _groups(queries: list[RecallQuery]) -> list[tuple[tuple[str, ...] | None, li
     return list(groups.items())
 
 
+def units(fx: Fixtures) -> list[list[str]]:
+    """What one reset serves, for the workers (:mod:`membench_gate.run.workers`): the scored
+    queries of each haystack together, in order of first appearance; a query without one (the
+    whole corpus, ingested by every worker) on its own."""
+    out: list[list[str]] = []
+    for haystack, members in _groups([q for q in fx.queries if q.id in fx.digests]):
+        if haystack is None:
+            out += [[query.id] for query in members]
+        else:
+            out.append([query.id for query in members])
+    return out
+
+
 def run(fx: Fixtures, session: SuiteSession, options: RecallOptions,
         progress: Progress | None = None) -> SuiteRun:
     k = options.k
     queries = [q for q in fx.queries if q.id in fx.digests]
     session_of = {item.id: item.session for item in fx.history}
-    everything = [_record(item) for item in fx.history]
+    built: dict[int, Record] = {}  # records built when first ingested: a worker's haystacks only
+
+    def record(position: int) -> Record:
+        if position not in built:
+            built[position] = _record(fx.history[position])
+        return built[position]
+
     by_session: dict[str, list[int]] = {}  # session -> positions in the corpus
     for position, item in enumerate(fx.history):
         by_session.setdefault(item.session, []).append(position)
@@ -135,10 +154,10 @@ def run(fx: Fixtures, session: SuiteSession, options: RecallOptions,
         first = members[0].id
         session.reset(first)
         if haystack is None:
-            records = everything
+            records = [record(p) for p in range(len(fx.history))]
         else:  # the haystack's items in corpus order, whatever the order of its session list
             positions = sorted(p for name in haystack for p in by_session.get(name, ()))
-            records = [everything[p] for p in positions]
+            records = [record(p) for p in positions]
         session.ingest(records, first)
         for query in members:
             as_of = parse_time(query.as_of, "as_of") if query.as_of else None

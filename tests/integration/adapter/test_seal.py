@@ -290,6 +290,24 @@ def test_a_sealed_adapter_runs_as_the_sandbox_user_and_leaves_nothing_behind(
 
 
 @pytest.mark.slow
+def test_a_sealed_worker_gets_a_temp_folder_of_its_own_in_the_sandbox(
+        sealed_dir: tuple[Path, Path]) -> None:
+    from membench_gate.run.workers import worker_env
+
+    root, checkout = sealed_dir
+    sandbox = seal.Sandbox.read(root)
+    assert seal.establish(env={"MEMBENCH_SEAL_DIR": str(root), "CI": "true"}) == "sealed"
+    folder, remove = seal.worker_tmp(2)
+    assert folder.parent == sandbox.tmp and not remove  # the sandbox's, gone with it
+    argv, env = _probe()
+    with rpc.start(argv, checkout, {}, 30, {**env, **worker_env(2, folder)}) as client:
+        info = client.process.call("introspect", {"paths": [str(folder)]})
+    assert (info["env"]["TMPDIR"], info["env"]["MEMBENCH_WORKER"]) == (str(folder), "2")
+    assert info["read"] == {str(folder): True}
+    assert folder.stat().st_uid == sandbox.uid
+
+
+@pytest.mark.slow
 def test_the_same_adapter_unsealed_reaches_the_checkout_and_outlives_the_gate(
         sealed_dir: tuple[Path, Path]) -> None:
     root, checkout = sealed_dir

@@ -38,11 +38,23 @@ def test_inputs_come_from_the_variables_action_yml_sets(tmp_path: Path) -> None:
     ("MEMBENCH_FAIL_ON_REGRESSION", "maybe", "input fail-on-regression: expected true or false, got 'maybe'"),
     ("MEMBENCH_INCLUDE_HOLDOUT", "2", "input include-holdout: expected true or false, got '2'"),
     ("MEMBENCH_COMMENT", "sometimes", "input comment: expected update, recreate or off, got 'sometimes'"),
+    ("MEMBENCH_WORKERS", "0", "input workers: expected a whole number from 1 to 64, or empty for "
+                              "the runner's cores (at most 4), got '0'"),
 ])
 def test_a_bad_input_is_one_line_naming_it(name: str, value: str, message: str) -> None:
     with pytest.raises(GateError) as info:
         Settings.from_env({name: value})
     assert str(info.value) == message
+
+
+def test_the_input_workers_defaults_to_the_cores_at_most_4(monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    monkeypatch.setattr(os, "cpu_count", lambda: 16)
+    assert Settings.from_env({}).workers == 4
+    monkeypatch.setattr(os, "cpu_count", lambda: None)
+    assert Settings.from_env({}).workers == 1
+    assert Settings.from_env({"MEMBENCH_WORKERS": " 3 "}).workers == 3
 
 
 def test_the_event_payload_is_read_on_first_use(tmp_path: Path) -> None:

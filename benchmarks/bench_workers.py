@@ -1,0 +1,188 @@
+"""Benchmark adapter workers: the same runs with one adapter process and with several.
+
+    python benchmarks/bench_workers.py [--repeat 3] [--questions 60]
+
+Four comparisons, each run side by side (interleaved, after a warm-up: ``sidebyside.py``) so both
+sides saw the same load, and summarised as the ratio of median wall times, N workers to one:
+
+1. a sleep-bound adapter — every call takes 5 ms and nothing else, as a memory waiting on a
+   database or an API — on a LongMemEval-shaped recall suite of ``--sleepy`` small haystacks
+   (a reset, an ingest and a search each): ``--jobs 4`` against one (goal ≤ 0.35×);
+2. the reference memory on the built-in suites (this repository's ``membench.toml``): ``--jobs 2``
+   against one (goal ≤ 0.65× on two cores);
+3. a LongMemEval-shaped recall run (``bench_longmemeval.py``'s synthesizer, ``--questions``
+   questions of their own haystacks, imported once, not timed): ``--jobs 2`` (goal ≤ 0.6×);
+4. ``selftest`` of the built-in veto and recall suites: ``--jobs 2`` (goal ≤ 0.6×).
+
+Then the peak memory of each run — the resident set of the gate and all its adapter processes
+together, sampled every 20 ms from ``/proc`` (Linux) — against N× that of one worker.
+
+Every timed command is the CLI in a subprocess, interpreter start-up included. Timings are of the
+machine that runs the script; on a shared machine quote the ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+
+from bench_longmemeval import synthesize  # noqa: E402
+from sidebyside import compare  # noqa: E402
+
+SLEEPY = '''"""Every call takes 5 ms and nothing else: a memory waiting on its store."""
+import time
+
+from membench_gate import Answer
+
+
+class Sleepy:
+    def reset(self):
+        time.sleep(0.005)
+
+    def ingest(self, records):
+        time.sleep(0.005)
+
+    def search(self, query):
+        time.sleep(0.005)
+        return Answer(hits=[], abstain=True)
+'''
+SELFTEST_SUITES = ('[suites.veto]\nfixtures = ["builtin"]\nk = 5\n'
+                   '[suites.recall]\nfixtures = ["builtin"]\nk = 10\n')
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
+
+
+def _gate(*args: str) -> list[str]:
+    return [sys.executable, "-m", "membench_gate", *args]
+
+
+def _tree_rss(root: int) -> int:
+    """Resident kB of ``root`` and every process below it, from /proc."""
+    parents: dict[int, int] = {}
+    rss: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+            status = Path(f"/proc/{entry}/status").read_text()
+        except OSError:
+            continue
+        parents[int(entry)] = int(stat.rpartition(")")[2].split()[1])
+        for line in status.splitlines():
+            if line.startswith("VmRSS:"):
+                rss[int(entry)] = int(line.split()[1])
+    total = 0
+    for pid in rss:
+        walk = pid
+        while walk not in (0, 1) and walk != root:
+            walk = parents.get(walk, 0)
+        if walk == root:
+            total += rss[pid]
+    return total
+
+
+def peak_rss(argv: Sequence[str], cwd: Path) -> float:
+    """Peak resident MB of the command and its children together (sampled every 20 ms)."""
+    proc = subprocess.Popen(list(argv), cwd=cwd, env=_env(), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    peak = 0
+    done = threading.Event()
+
+    def sample() -> None:
+        nonlocal peak
+        while not done.is_set():
+            peak = max(peak, _tree_rss(proc.pid))
+            time.sleep(0.02)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    proc.wait()
+    done.set()
+    sampler.join()
+    return peak / 1024
+
+
+def _ratio(timings: dict, one: str, many: str, goal: float) -> str:
+    ratio = timings[many].wall / timings[one].wall
+    return (f"  {one:<28}{timings[one].wall:7.2f} s\n  {many:<28}{timings[many].wall:7.2f} s"
+            f"   {ratio:.2f}x  (goal <= {goal:.2f}x: {'met' if ratio <= goal else 'NOT met'})")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--questions", type=int, default=60)
+    parser.add_argument("--sleepy", type=int, default=1200,
+                        help="haystacks of the sleep-bound run")
+    args = parser.parse_args()
+    if not Path("/proc/self/status").exists():
+        sys.exit("bench_workers.py samples memory from /proc: run it on Linux")
+    env = _env()
+    print(f"{os.cpu_count()} CPUs; medians of {args.repeat} interleaved runs\n")
+    with tempfile.TemporaryDirectory() as scratch:
+        work = Path(scratch)
+        sleepy = work / "sleepy"
+        sleepy.mkdir()
+        (sleepy / "sleepy.py").write_text(SLEEPY, encoding="utf-8")
+        synthesize(sleepy / "source.json", args.sleepy, 8, 2, 12)
+        subprocess.run(_gate("import", "longmemeval", "source.json", "--out", "fx"),
+                       cwd=sleepy, env=env, check=True, capture_output=True)
+        (sleepy / "membench.toml").write_text(
+            '[adapter]\npython = "sleepy:Sleepy"\n[suites.recall]\nfixtures = ["fx"]\nk = 10\n',
+            encoding="utf-8")
+        lme = work / "lme"
+        lme.mkdir()
+        synthesize(lme / "source.json", args.questions, 40, 4.6, 100)
+        subprocess.run(_gate("import", "longmemeval", "source.json", "--out", "fx"), cwd=lme,
+                       env=env, check=True, capture_output=True)
+        (lme / "membench.toml").write_text(
+            '[adapter]\npython = "membench_gate.reference:ReferenceMemory"\n'
+            '[adapter.options]\ntau = 0.35\n[suites.recall]\nfixtures = ["fx"]\nk = 10\n',
+            encoding="utf-8")
+        selftest = work / "selftest"
+        selftest.mkdir()
+        (selftest / "membench.toml").write_text(
+            '[adapter]\npython = "membench_gate.reference:ReferenceMemory"\n'
+            '[adapter.options]\ntau = 0.35\n' + SELFTEST_SUITES, encoding="utf-8")
+        builtin = ["--config", str(ROOT / "membench.toml")]
+        cases = [
+            (f"sleep-bound adapter (5 ms a call, {args.sleepy} haystacks)", sleepy, 4, 0.35,
+             ["run"]),
+            ("reference memory, built-in suites", work, 2, 0.65, ["run", *builtin]),
+            (f"LongMemEval-shaped recall ({args.questions} haystacks)", lme, 2, 0.60, ["run"]),
+            ("selftest, veto + recall", selftest, 2, 0.60, ["selftest"]),
+        ]
+        memory: list[tuple[str, int, float, float]] = []
+        for title, cwd, jobs, goal, command in cases:
+            one, many = f"{command[0]} --jobs 1", f"{command[0]} --jobs {jobs}"
+            timings = compare({one: _gate(*command, "--jobs", "1"),
+                               many: _gate(*command, "--jobs", str(jobs))},
+                              cwd, args.repeat, env, ok=(0, 1))
+            print(f"{title}\n{_ratio(timings, one, many, goal)}\n", flush=True)
+            memory.append((title, jobs, peak_rss(_gate(*command, "--jobs", "1"), cwd),
+                           peak_rss(_gate(*command, "--jobs", str(jobs)), cwd)))
+        print("peak memory (gate + adapter processes, resident)")
+        for title, jobs, single, several in memory:
+            bound = jobs * single
+            print(f"  {title:<44} 1 worker {single:6.0f} MB   {jobs} workers {several:6.0f} MB"
+                  f"   {several / single:.2f}x  (at most {jobs}x: "
+                  f"{'met' if several <= bound else 'NOT met'})")
+
+
+if __name__ == "__main__":
+    main()

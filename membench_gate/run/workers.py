@@ -1,0 +1,232 @@
+"""Adapter workers: N adapter processes, each one request at a time, the items split between them
+(docs/adapters.md, "Workers").
+
+What a worker scores is decided before any process starts, from the fixtures alone: a suite's
+*units* (what one ``reset`` serves — a recall haystack; by default each scored item on its own)
+go round-robin to the workers in fixture order, unit ``j`` to worker ``j % N + 1``. Each worker
+runs every suite on its share as a shard runs it (the corpus ingested whole, only its items
+scored; a suite skips a unit none of whose items it scores), and the suite's ``score`` then
+recomputes every cell from the union of the workers' item records, exactly as ``merge`` does for
+shards — so the results are byte-identical to one worker's.
+
+Worker ``i`` (1-based, as shards are) starts with ``MEMBENCH_WORKER=i`` in its environment and,
+when more than one adapter process runs at once, a temp folder of its own (``TMPDIR``), so an
+adapter can keep one store per worker. Each worker is driven by a thread of the gate that waits
+on its process; the memory works in its own process. The first worker to fail stops the others
+(their processes are killed) and its error, naming it, is the run's.
+"""
+
+from __future__ import annotations
+
+import shutil
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from membench_gate.adapter import seal
+from membench_gate.errors import GateError
+from membench_gate.suites import get
+from membench_gate.suites.common.repeats import pool, split
+from membench_gate.suites.common.suite import Records, SuiteRun
+
+if TYPE_CHECKING:
+    from membench_gate.adapter.rpc import AdapterClient, AdapterProcess, Handshake
+    from membench_gate.config import Config
+    from membench_gate.suites.common.fixtures import SuiteFixtures
+    from membench_gate.suites.common.options import SuiteOptions
+
+T = TypeVar("T")
+JOIN_S = 0.2  # how often the main thread, waiting for the workers, lets a signal in
+
+
+def units(suite: str, fixtures: SuiteFixtures) -> list[list[str]]:
+    """The scored items of ``fixtures`` grouped as the suite resets for them, in fixture order:
+    the scoring module's ``units(fixtures)`` when it has one, else each item on its own. An item
+    a suite's ``units`` leaves out is a unit of its own (it is still scored, by someone)."""
+    grouping: Callable[[Any], list[list[str]]] | None = getattr(get(suite).scoring, "units",
+                                                                 None)
+    groups = [[i for i in group if i in fixtures.digests] for group in grouping(fixtures)] \
+        if grouping is not None else []
+    groups = [group for group in groups if group]
+    placed = {item for group in groups for item in group}
+    return groups + [[item] for item in fixtures.digests if item not in placed]
+
+
+def shares(suite: str, fixtures: SuiteFixtures, count: int) -> list[SuiteFixtures | None]:
+    """What each of ``count`` workers scores of ``suite``: its units round-robin in fixture
+    order; ``None`` for a worker with nothing to score, which skips the suite (worker 1 runs a
+    suite with no scored item at all, as one worker would)."""
+    if count == 1:
+        return [fixtures]
+    owner = {item: position % count for position, group in enumerate(units(suite, fixtures))
+             for item in group}
+    out: list[SuiteFixtures | None] = []
+    for number in range(count):
+        mine = {item: d for item, d in fixtures.digests.items() if owner[item] == number}
+        out.append(replace(fixtures, digests=mine) if mine else None)
+    if all(share is None for share in out):
+        out[0] = fixtures
+    return out
+
+
+def useful(loaded: dict[str, SuiteFixtures], count: int, alone: Sequence[str] = ()) -> int:
+    """How many of ``count`` workers get anything to score (no process starts for nothing);
+    the suites of ``alone`` run whole in worker 1."""
+    most = max((len(units(name, fixtures)) for name, fixtures in loaded.items()
+                if name not in alone), default=1)
+    return max(1, min(count, most))
+
+
+def combine(suite: str, options: SuiteOptions, runs: Sequence[SuiteRun]) -> SuiteRun:
+    """One suite's run from its workers' runs: every cell recomputed by the suite's ``score``
+    from the union of their item records (the cells it derives from others left to it), one
+    pass at a time with repeats — what ``merge`` does with shards."""
+    if len(runs) == 1:
+        return runs[0]
+    derived = get(suite).derived
+    records: Records = {}
+    for one in runs:
+        for cell, items in one.items.items():
+            if cell not in derived:
+                records.setdefault(cell, {}).update(items)  # disjoint: each item has one worker
+    if options.repeats is None:
+        return get(suite).score(records, options)
+    return pool([get(suite).score(one, options) for one in split(records, options.repeats)])
+
+
+@dataclass
+class Worker:
+    """One adapter process of a run: its number (``MEMBENCH_WORKER``) and its temp folder."""
+
+    number: int
+    handshake: Handshake
+    tmp: Path | None = None
+    remove_tmp: bool = False
+    _client: AdapterClient | None = None
+
+    @property
+    def process(self) -> AdapterProcess:
+        return self.handshake.process
+
+    @property
+    def client(self) -> AdapterClient:
+        """The initialized adapter (``initialize`` answered on first use)."""
+        if self._client is None:
+            self._client = self.handshake.finish()
+        return self._client
+
+
+def worker_env(number: int, tmp: Path | None) -> dict[str, str]:
+    """What a worker's environment adds: its number, and its own temp folder when it has one."""
+    env = {seal.WORKER_VARIABLE: str(number)}
+    if tmp is not None:
+        env.update(TMPDIR=str(tmp), TMP=str(tmp), TEMP=str(tmp))
+    return env
+
+
+class Workers:
+    """The adapter processes of one adapter: ``numbers`` (1-based, each a ``MEMBENCH_WORKER``),
+    with temp folders of their own when ``private`` (more than one process runs at once)."""
+
+    def __init__(self, config: Config, numbers: Sequence[int], private: bool) -> None:
+        self.config = config
+        self.numbers, self.private = list(numbers), private
+        self.started: list[Worker] = []
+        self._failed: tuple[Worker, BaseException] | None = None
+        self._lock = threading.Lock()
+        self._start(self.numbers[0])
+
+    def _start(self, number: int) -> None:
+        tmp, remove = seal.worker_tmp(number) if self.private else (None, False)
+        try:
+            handshake = self.config.launch(worker_env(number, tmp))
+        except BaseException:
+            if tmp is not None and remove:
+                shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        self.started.append(Worker(number, handshake, tmp, remove))
+
+    @property
+    def first(self) -> Worker:
+        return self.started[0]
+
+    def start_others(self) -> None:
+        """Start the workers after the first, once its ``initialize`` allowed them: an adapter
+        that declares ``capabilities.workers: false`` never sees a second process start (its
+        start-up may open the one store)."""
+        try:
+            for number in self.numbers[len(self.started):]:
+                self._start(number)
+        except BaseException:
+            self.kill()
+            raise
+
+    def each(self, task: Callable[[Worker], T]) -> list[T]:
+        """``task`` of every worker, in worker order; each in a thread of its own when there are
+        several. The first to fail stops the others, and its error (naming it) is raised."""
+        if len(self.started) == 1:
+            return [task(self.first)]
+        results: dict[int, T] = {}
+
+        def drive(worker: Worker) -> None:
+            try:
+                results[worker.number] = task(worker)
+            except BaseException as exc:  # handed to the main thread
+                self._fail(worker, exc)
+
+        threads = [threading.Thread(target=drive, args=(w,), name=f"worker {w.number}",
+                                    daemon=True) for w in self.started]
+        try:
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                while thread.is_alive():
+                    thread.join(JOIN_S)
+        except BaseException as exc:  # an interrupt or a signal in the main thread
+            self._fail(None, exc)
+            for thread in threads:
+                thread.join()
+        if self._failed is not None:
+            worker, error = self._failed
+            raise _named(worker, error)
+        return [results[w.number] for w in self.started]
+
+    def _fail(self, worker: Worker | None, exc: BaseException) -> None:
+        """Record the first failure and kill every other worker's process (their threads then
+        see the end of output and stop)."""
+        with self._lock:
+            if self._failed is not None:
+                return
+            if worker is not None:
+                self._failed = (worker, exc)
+            else:
+                self._failed = (self.first, exc)
+        for other in self.started:
+            if other is not worker:
+                other.process.interrupt()
+
+    def shutdown(self) -> None:
+        """``shutdown`` to every worker, their exits awaited together."""
+        for worker in self.started:
+            worker.process.shutdown(wait=False)
+        self.kill()
+
+    def kill(self) -> None:
+        for worker in self.started:
+            self._stop(worker)
+
+    def _stop(self, worker: Worker) -> None:
+        worker.process.kill()
+        if worker.tmp is not None and worker.remove_tmp:
+            shutil.rmtree(worker.tmp, ignore_errors=True)
+            worker.tmp = None
+
+
+def _named(worker: Worker, error: BaseException) -> BaseException:
+    """A worker's error, its message and the adapter's stderr lines saying whose they are."""
+    if isinstance(error, GateError):
+        error.args = (f"worker {worker.number}: {error}",)
+        error.detail = [f"worker {worker.number}: {line}" for line in error.detail]
+    return error

@@ -1,0 +1,230 @@
+"""Adapter workers: N adapter processes give the bytes of one (receipt aside), each with its own
+number and temp folder; an adapter with one shared store runs as one; a failing worker stops the
+others and the run is one ERROR line.
+
+The property test runs every suite in the gate's own process (one reference memory per worker,
+as each worker process holds one) over random options, worker counts and shards, split and put
+back together as the runner does; the CLI tests run real adapter processes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from membench_gate.adapter.types import Answer, Query, Record, Session
+from membench_gate.config import load_config
+from membench_gate.model.canonical import canonical_dumps
+from membench_gate.reference import ReferenceMemory
+from membench_gate.run.runner import load_fixtures
+from membench_gate.run.shard import Shard
+from membench_gate.run.workers import combine, shares
+from membench_gate.suites import get
+from membench_gate.suites.common.repeats import as_cell
+from membench_gate.suites.common.suite import SuiteRun
+from tests.support.cli import run_cli
+from tests.support.configs import write_config
+from tests.support.paths import REPO
+
+pytestmark = pytest.mark.slow
+
+
+class Direct:
+    """A suite's view of a memory in this process: what a worker's adapter process answers."""
+
+    def __init__(self, memory: ReferenceMemory) -> None:
+        from membench_gate.adapter.rpc import Capabilities
+
+        self.memory, self.capabilities = memory, Capabilities(push=True, write=True)
+
+    def reset(self, item: str | None = None) -> None:
+        self.memory.reset()
+
+    def ingest(self, records: list[Record], item: str | None = None) -> None:
+        self.memory.ingest(list(records))
+
+    def search(self, query: Query, item: str) -> Answer:
+        return self.memory.search(query)
+
+    def push(self, query: Query, item: str) -> list[str]:
+        return self.memory.push(query)
+
+    def write(self, session: Session, item: str | None = None) -> None:
+        self.memory.write(session)
+
+
+CONFIG = load_config(REPO / "membench.toml")
+_, LOADED = load_fixtures(CONFIG)
+
+
+def _dumped(run: SuiteRun) -> str:
+    return canonical_dumps({"cells": {n: as_cell(c).model_dump(mode="json")
+                                      for n, c in run.cells.items()},
+                            "items": run.items})
+
+
+@settings(max_examples=12, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(suite=st.sampled_from(sorted(LOADED)), workers=st.integers(2, 5),
+       shard_count=st.integers(1, 3), data=st.data())
+def test_workers_give_the_cells_and_items_of_one_worker(suite: str, workers: int,
+                                                        shard_count: int,
+                                                        data: st.DataObject) -> None:
+    options = CONFIG.suites[suite]
+    if "k" in type(options).model_fields:
+        options = options.model_copy(update={"k": data.draw(st.integers(1, 10), label="k")})
+    tau = data.draw(st.sampled_from([0.0, 0.35, 0.6]), label="tau")
+    fixtures = LOADED[suite]
+    index = data.draw(st.integers(1, shard_count), label="shard")
+    scored = Shard(index, shard_count).restrict(suite, fixtures) if shard_count > 1 else fixtures
+    whole = get(suite).run(scored, Direct(ReferenceMemory(tau=tau)), options)
+    parts = [get(suite).run(share, Direct(ReferenceMemory(tau=tau)), options)
+             for share in shares(suite, scored, workers) if share is not None]
+    assert len(parts) > 1 or len(scored.digests) < 2  # the items were really split
+    assert _dumped(combine(suite, options, parts)) == _dumped(whole)
+
+
+def _without_receipt(path: Path) -> dict[str, Any]:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data.pop("receipt")
+    return data
+
+
+def test_run_with_jobs_writes_the_bytes_of_one_worker_with_shards_too(tmp_path: Path) -> None:
+    one = run_cli("run", "--out", tmp_path / "one.json", "--shard", "2/3")
+    three = run_cli("run", "--out", tmp_path / "three.json", "--shard", "2/3", "--jobs", "3")
+    assert one.returncode == three.returncode == 0, three.stderr
+    assert _without_receipt(tmp_path / "one.json") == _without_receipt(tmp_path / "three.json")
+    # Progress lines name their worker; the one-worker run's do not.
+    assert "worker 3: veto:" in three.stderr and "worker" not in one.stderr
+
+
+SMALL = ('[suites.veto]\nfixtures = ["builtin"]\nk = 5\n'
+         '[suites.recall]\nfixtures = ["builtin"]\nk = 10\n')
+
+
+def test_each_worker_has_its_number_and_a_temp_folder_of_its_own(tmp_path: Path) -> None:
+    write_config(tmp_path, SMALL)
+    (tmp_path / "membench.toml").write_text(
+        f'[adapter]\npython = "adapters_for_tests:WorkerProbe"\nworkers = 3\n'
+        f'[adapter.options]\nlog = "{tmp_path}"\n{SMALL}', encoding="utf-8")
+    done = run_cli("run", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    seen = [json.loads((tmp_path / f"worker-{n}.json").read_text()) for n in (1, 2, 3)]
+    assert [s["worker"] for s in seen] == ["1", "2", "3"]
+    folders = {s["tmpdir"] for s in seen}
+    assert len(folders) == 3 and all(s["tmp_exists"] for s in seen)
+    assert not any(os.path.exists(folder) for folder in folders)  # removed after the run
+    # --jobs overrides the table: one worker, the environment's own temp folder.
+    for path in tmp_path.glob("worker-*.json"):
+        path.unlink()
+    done = run_cli("run", "--jobs", "1", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in tmp_path.glob("worker-*.json")) == ["worker-1.json"]
+    assert json.loads((tmp_path / "worker-1.json").read_text())["tmpdir"] not in folders
+
+
+def test_an_adapter_declaring_one_store_runs_as_one_worker_and_is_told_once(
+        tmp_path: Path) -> None:
+    write_config(tmp_path, SMALL, "adapters_for_tests:SingleStore", options=f'log = "{tmp_path}"')
+    done = run_cli("run", "--jobs", "3", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.count("declares capabilities.workers false") == 1, done.stderr
+    assert "1 worker instead of 3" in done.stderr
+    assert sorted(p.name for p in tmp_path.glob("worker-*.json")) == ["worker-1.json"]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return Path(f"/proc/{pid}/stat").exists() and \
+        Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+
+
+def test_a_worker_that_crashes_stops_the_others_and_the_run_is_one_error(tmp_path: Path) -> None:
+    write_config(tmp_path, SMALL, "adapters_for_tests:CrashInWorkerOne",
+                 options=f'log = "{tmp_path}"\nhang = 60')
+    started = time.monotonic()
+    done = run_cli("run", "--jobs", "2", "--out", "r.json", cwd=tmp_path)
+    took = time.monotonic() - started
+    assert done.returncode == 4, done.stderr
+    errors = [line for line in done.stderr.splitlines() if "error:" in line]
+    assert len(errors) == 1, done.stderr
+    assert errors[0].startswith("membench-gate: error: worker 1: ") and "search" in errors[0]
+    # The adapter's stderr tail says whose it is.
+    assert "  | worker 1: worker one: the index file is gone" in done.stderr
+    assert took < 40  # worker 2 was killed mid-search, not waited for (60 s a search)
+    other = json.loads((tmp_path / "worker-2.json").read_text())
+    assert not _alive(other["pid"])
+    assert json.loads((tmp_path / "r.json").read_text())["verdict"] == "error"  # fail closed
+
+
+def test_doctor_checks_that_two_workers_do_not_share_a_store(tmp_path: Path) -> None:
+    reference = run_cli("doctor")
+    assert "ok    two workers do not see each other's records" in reference.stdout, \
+        reference.stdout
+    write_config(tmp_path, SMALL, "adapters_for_tests:SharedFileStore")
+    shared = run_cli("doctor", "--jobs", "2", cwd=tmp_path)
+    assert shared.returncode == 1, shared.stdout + shared.stderr
+    line = next(line for line in shared.stdout.splitlines() if "two workers" in line)
+    assert line.lstrip().startswith("FAIL") and "workers = 1 is required" in line, line
+    single = tmp_path / "single"
+    write_config(single, SMALL, "adapters_for_tests:SingleStore", options=f'log = "{single}"')
+    told = run_cli("doctor", cwd=single)
+    line = next(line for line in told.stdout.splitlines() if "two workers" in line)
+    assert line.lstrip().startswith("n/a") and "capabilities.workers: false" in line, line
+
+
+def test_bad_jobs_values_exit_4() -> None:
+    for value in ("0", "x", "65"):
+        done = run_cli("run", "--jobs", value)
+        assert done.returncode == 4, done.stderr
+        assert "--jobs" in done.stderr
+
+
+def test_selftest_and_the_determinism_check_give_the_same_answers_with_workers(
+        tmp_path: Path) -> None:
+    write_config(tmp_path, SMALL, "membench_gate.reference:ReferenceMemory")
+    mutants = ("--mutant", "drop-best-hit", "--mutant", "reverse-ranking",
+               "--mutant", "always-abstain")
+    one = run_cli("selftest", *mutants, "--json", "one.json", cwd=tmp_path)
+    two = run_cli("selftest", *mutants, "--jobs", "2", "--json", "two.json", cwd=tmp_path)
+    assert (one.returncode, one.stdout) == (two.returncode, two.stdout), two.stderr
+    assert json.loads((tmp_path / "one.json").read_text()) == \
+        json.loads((tmp_path / "two.json").read_text())
+    assert "(worker 2)" in two.stderr and "(worker" not in one.stderr
+
+
+def test_the_determinism_check_runs_its_two_passes_side_by_side(tmp_path: Path) -> None:
+    from membench_gate.run.determinism import first_difference, run_twice
+
+    write_config(tmp_path, SMALL, "adapters_for_tests:WorkerProbe", options=f'log = "{tmp_path}"')
+    config = load_config(tmp_path / "membench.toml").with_workers(3)
+    preloaded = load_fixtures(config)
+    first, second = run_twice(config, None, preloaded)
+    assert first_difference(first, second) is None
+    # Two workers for the first pass, one for the second, numbered apart: 3 processes at once.
+    logged = [json.loads((tmp_path / f"worker-{n}.json").read_text()) for n in (1, 2, 3)]
+    assert len({entry["tmpdir"] for entry in logged}) == 3
+    assert canonical_dumps(first.model_dump(mode="json", exclude={"receipt"})) == \
+        canonical_dumps(second.model_dump(mode="json", exclude={"receipt"}))
+
+
+def test_an_adapter_with_one_store_has_its_selftest_mutants_run_one_after_the_other(
+        tmp_path: Path) -> None:
+    write_config(tmp_path, SMALL, "adapters_for_tests:SingleStore", options=f'log = "{tmp_path}"')
+    done = run_cli("selftest", "--mutant", "drop-best-hit", "--mutant", "reverse-ranking",
+                   "--jobs", "2", cwd=tmp_path)
+    assert done.returncode in (0, 1), done.stderr
+    assert "(worker" not in done.stderr  # not side by side
+    assert done.stderr.count("declares capabilities.workers false") == 1, done.stderr
+    assert sorted(p.name for p in tmp_path.glob("worker-*.json")) == ["worker-1.json"]
