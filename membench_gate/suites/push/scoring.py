@@ -36,6 +36,13 @@ def tokens(text: str) -> int:
     return math.ceil(len(text.encode("utf-16-le")) // 2 / 4)  # 2 bytes per code unit
 
 
+def units(fx: Fixtures) -> list[list[str]]:
+    """What one reset serves, for the workers (:mod:`membench_gate.run.workers`): a
+    conversation's items together (its turns' and its gold slugs'), in fixture order."""
+    return [list(dict.fromkeys(item for turn in conv.turns for item in items_of_turn(conv, turn)))
+            for conv in fx.conversations]
+
+
 def run(fx: Fixtures, session: SuiteSession, options: PushOptions,
         progress: Progress | None = None) -> SuiteRun:
     total = sum(1 for c in fx.conversations for t in c.turns if t.role == "user")

@@ -83,6 +83,14 @@ def _reported(category: str | None, **fields: str | None) -> dict[str, str]:
             if value is not None}
 
 
+def units(fx: Fixtures) -> list[list[str]]:
+    """What one reset serves, for the workers (:mod:`membench_gate.run.workers`): a session's
+    items together, then a continuity pair's decisions together, in fixture order."""
+    return [*([f"{s.id}.{i.id}" for i in (*s.gold_facts, *s.non_facts, *s.probes)]
+              for s in fx.sessions),
+            *([f"{p.id}/{d.id}" for d in p.decisions] for p in fx.pairs)]
+
+
 def run(fx: Fixtures, session: SuiteSession, options: WritebackOptions,
         progress: Progress | None = None) -> SuiteRun:
     check_adapter(session.capabilities)
@@ -106,6 +114,9 @@ def run(fx: Fixtures, session: SuiteSession, options: WritebackOptions,
         return answer
 
     for s in fx.sessions:
+        if not any(f"{s.id}.{i.id}" in fx.digests for i in (*s.gold_facts, *s.non_facts,
+                                                             *s.probes)):
+            continue  # nothing of it scored here (a shard, another worker): never sent
         session.reset(s.id)
         ids = fx.session_page_ids[s.id]
         if pages := page_records(s.pages, ids):

@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from membench_gate.adapter.types import Answer, Query, Record, Session
+from membench_gate.adapter.types import Answer, Pushed, Query, Record, Session
 from membench_gate.config import load_config
 from membench_gate.model.canonical import canonical_dumps
 from membench_gate.reference import ReferenceMemory
@@ -55,6 +55,9 @@ class Direct:
 
     def push(self, query: Query, item: str) -> list[str]:
         return self.memory.push(query)
+
+    def push_answer(self, query: Query, item: str) -> Pushed:
+        return Pushed(self.memory.push(query))
 
     def write(self, session: Session, item: str | None = None) -> None:
         self.memory.write(session)
@@ -228,3 +231,28 @@ def test_an_adapter_with_one_store_has_its_selftest_mutants_run_one_after_the_ot
     assert "(worker" not in done.stderr  # not side by side
     assert done.stderr.count("declares capabilities.workers false") == 1, done.stderr
     assert sorted(p.name for p in tmp_path.glob("worker-*.json")) == ["worker-1.json"]
+
+
+@pytest.mark.parametrize("suite", ["push", "writeback"])
+def test_a_conversation_session_or_pair_is_replayed_by_one_worker_only(suite: str) -> None:
+    class Counting(Direct):
+        def __init__(self, memory: ReferenceMemory) -> None:
+            super().__init__(memory)
+            self.resets: list[str | None] = []
+
+        def reset(self, item: str | None = None) -> None:
+            self.resets.append(item)
+            super().reset(item)
+
+    options, fixtures = CONFIG.suites[suite], LOADED[suite]
+    one = Counting(ReferenceMemory())
+    whole = get(suite).run(fixtures, one, options)
+    sessions = [Counting(ReferenceMemory()) for _ in range(3)]
+    parts = [get(suite).run(share, direct, options)
+             for share, direct in zip(shares(suite, fixtures, 3), sessions, strict=True)
+             if share is not None]
+    assert _dumped(combine(suite, options, parts)) == _dumped(whole)
+    replayed = [item for direct in sessions for item in direct.resets]
+    # Every unit the one worker replayed is replayed once in all, by one of the three.
+    assert sorted(replayed) == sorted(one.resets) and len(set(replayed)) == len(replayed)
+    assert all(direct.resets for direct in sessions)  # and the work is really spread
