@@ -113,7 +113,8 @@ def cell_digests(fixtures: SuiteFixtures, items: dict[str, Any]) -> dict[str, st
 
 def _live_client(config: Config, loaded: dict[str, SuiteFixtures], shard: Shard | None) -> Any:
     """The LLM client of a run with live suites (None without), its budget checked against every
-    call the run will make: one pass's calls times the suite's ``repeats``."""
+    call the run will make: one pass's calls times the suite's ``repeats``, times the seams (each
+    seam's memory is asked, and its prompts are its own)."""
     live = [name for name in loaded if get(name).live]
     if not live or config.live is None:
         return None
@@ -124,8 +125,8 @@ def _live_client(config: Config, loaded: dict[str, SuiteFixtures], shard: Shard 
         scoring: Any = get(name).scoring
         scored = shard.restrict(name, loaded[name]) if shard else loaded[name]
         calls, tokens = scoring.plan(scored, config.suites[name])
-        repeats = getattr(config.suites[name], "repeats", None) or 1
-        planned[name] = (calls * repeats, tokens * repeats)
+        times = (getattr(config.suites[name], "repeats", None) or 1) * len(config.by_seam())
+        planned[name] = (calls * times, tokens * times)
     llm = LLM(config.live, config.base_dir, scoring.COMPLETION_TOKENS)
     llm.preflight(planned)
     return llm

@@ -121,6 +121,11 @@ def test_the_budget_counts_repeats_when_the_suite_has_them(tmp_path: Path, keyed
     twice = cfg.suites["behaviour"].model_copy(update={"repeats": 2})
     with pytest.raises(GateError, match=r"max_calls = 40: the run needs 72 LLM calls"):
         runner.run(cfg._replace(suites={"behaviour": twice}))
+    # Each seam's memory is asked: two seams, twice the calls, refused before the first one.
+    seams = config(tmp_path / "seams", "http://127.0.0.1:9/v1", live="max_calls = 100\n",
+                   adapter="[adapters.a]\n[adapters.b]\n")
+    with pytest.raises(GateError, match=r"max_calls = 100: the run needs 144 LLM calls"):
+        runner.run(seams._replace(suites={"behaviour": twice}))
 
 
 def test_without_a_key_or_a_cache_the_suite_is_skipped_and_its_absence_gated(
