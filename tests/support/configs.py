@@ -7,8 +7,26 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from membench_gate.config import Config, parse_config
+from membench_gate.errors import GateError
 from membench_gate.model.results import Cell, Results
 from tests.support.paths import SUPPORT
+
+
+def parse(text: str) -> Config:
+    """A ``membench.toml`` text as the gate reads it, labelled ``membench.toml``."""
+    return parse_config(text, Path("/repo/membench.toml"), label="membench.toml")
+
+
+def error_of(text: str) -> str:
+    """The one-line error a config text gets (it must be one line naming the file)."""
+    with pytest.raises(GateError) as caught:
+        parse(text)
+    message = str(caught.value)
+    assert message.startswith("membench.toml: ") and "\n" not in message
+    return message
 
 
 def write_json(path: Path, data: Any) -> Path:

@@ -6,23 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from membench_gate.config import Config, parse_config, parse_floors, parse_suite_options
+from membench_gate.config import parse_config, parse_floors, parse_suite_options
 from membench_gate.errors import GateError
 from membench_gate.suites.abstention.options import AbstentionOptions
+from tests.support.configs import error_of, parse
 
 # -- parsing, in process ---------------------------------------------------------------------------
-
-def parse(text: str) -> Config:
-    return parse_config(text, Path("/repo/membench.toml"), label="membench.toml")
-
-
-def error_of(text: str) -> str:
-    with pytest.raises(GateError) as caught:
-        parse(text)
-    message = str(caught.value)
-    assert message.startswith("membench.toml: ") and "\n" not in message
-    return message
-
 
 def test_defaults_are_recorded_with_every_option() -> None:
     config = parse("[suites.abstention]\n[suites.push]\n")
@@ -104,7 +93,7 @@ def test_recorded_suite_options_are_validated_like_the_file() -> None:
 def test_suite_record_is_the_suite_models_dump() -> None:
     # Recorded and hashed as model_dump() gives it (without building each suite's serializer):
     # every option of every suite, defaults and values as written, lists copied.
-    from membench_gate.config import SUITE_NAMES, parse_config
+    from membench_gate.config import SUITE_NAMES
 
     tables = "\n".join(f"[suites.{name}]" for name in SUITE_NAMES) + \
         '\n[live]\nbase_url = "http://127.0.0.1:1/v1"\nmodel = "m"'
@@ -130,7 +119,6 @@ def test_suite_record_is_the_suite_models_dump() -> None:
 
 
 def test_repeats_is_checked_and_recorded_only_when_set() -> None:
-    from membench_gate.config import parse_config
 
     with pytest.raises(GateError, match=r"suites.veto.repeats must be an integer from 2 to 1000, "
                                         r"got 1$"):

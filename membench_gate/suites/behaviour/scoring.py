@@ -14,12 +14,12 @@ import json
 import re
 from typing import TYPE_CHECKING, Any
 
-from membench_gate.adapter.types import Query, Record
+from membench_gate.adapter.types import Query
 from membench_gate.suites.behaviour.options import BehaviourOptions
-from membench_gate.suites.common.fixtures import parse_time
 from membench_gate.suites.common.scoring import hit_list, outcome, ratio
 from membench_gate.suites.common.suite import Progress, Records, SuiteRun
 from membench_gate.suites.veto.fixtures import Decision, Fixtures, Scenario
+from membench_gate.suites.veto.scoring import decision_record
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -86,20 +86,6 @@ def plan(fx: Fixtures, options: BehaviourOptions) -> tuple[int, int]:
     return calls, tokens
 
 
-def _record(d: Decision) -> Record:
-    """A decision as the memory stores it: as the veto suite ingests it."""
-    return Record(
-        id=d.id,
-        text=f"{d.decision} {d.rationale}".strip(),
-        files=tuple(d.files),
-        created_at=parse_time(d.created_at, "created_at") if d.created_at else None,
-        reviewed_at=parse_time(d.reviewed_at, "reviewed_at") if d.reviewed_at else None,
-        relevance=d.relevance,
-        meta={"rejected": [r.option for r in d.rejected], "status": d.status,
-              "superseded_by": d.superseded_by},
-    )
-
-
 def run(fx: Fixtures, session: Any, options: BehaviourOptions,
         progress: Progress | None = None) -> SuiteRun:
     scored = _scored(fx)
@@ -108,7 +94,7 @@ def run(fx: Fixtures, session: Any, options: BehaviourOptions,
     decisions = {d.id: d for d in fx.decisions}
     if "memory" in conditions:
         session.reset()
-        session.ingest([_record(d) for d in fx.decisions])
+        session.ingest([decision_record(d) for d in fx.decisions])
     repeat = getattr(session, "repeat", 0)
     records: Records = {}
     done, total = 0, len(scored) * len(conditions)

@@ -19,7 +19,8 @@ if TYPE_CHECKING:  # only for annotations: checking a results file never imports
 CONDITIONS = ("files_known", "files_unknown")
 
 
-def _record(d: Any) -> Record:
+def decision_record(d: Any) -> Record:
+    """A decision as the memory stores it (the behaviour suite's memory condition too)."""
     return Record(
         id=d.id,
         text=f"{d.decision} {d.rationale}".strip(),
@@ -36,7 +37,7 @@ def run(fx: Fixtures, session: SuiteSession, options: VetoOptions,
         progress: Progress | None = None) -> SuiteRun:
     k = options.k
     session.reset()
-    session.ingest([_record(d) for d in fx.decisions])
+    session.ingest([decision_record(d) for d in fx.decisions])
     decisions = {d.id: d for d in fx.decisions}
     scored = [(s, as_of) for s, as_of in fx.scenarios if s.id in fx.digests]
     plain = [(s, as_of) for s, as_of in scored if not s.lifecycle]

@@ -8,28 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from membench_gate.config import Config, parse_config
-from membench_gate.errors import GateError
 from membench_gate.run.live import LLM
 from membench_gate.run.measure import hash_of
 from membench_gate.suites.behaviour import scoring
 from membench_gate.suites.common.fixtures import load_suite
 from membench_gate.suites.veto.fixtures import Scenario
+from tests.support.configs import error_of, parse
 
 LIVE = '[live]\nbase_url = "http://127.0.0.1:9/v1"\nmodel = "m"\n'
 SUITE = "[suites.behaviour]\n"
-
-
-def parse(text: str) -> Config:
-    return parse_config(text, Path("/repo/membench.toml"), label="membench.toml")
-
-
-def error_of(text: str) -> str:
-    with pytest.raises(GateError) as caught:
-        parse(text)
-    message = str(caught.value)
-    assert message.startswith("membench.toml: ") and "\n" not in message
-    return message
 
 
 # -- the [live] table ----------------------------------------------------------------------------
