@@ -325,6 +325,16 @@ def _label(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, sort_keys=True)
 
 
+def _preregistered(base: Baseline, alpha: float) -> float:
+    """The significance level the base was blessed under (its recorded ``[live] alpha``), else
+    ``alpha``: a pull request's own ``[live]`` table never chooses the level it is judged at (a
+    changed level is also an easing breach, ``live:option:alpha``)."""
+    recorded = (base.config.get("live") or {}).get("alpha")
+    if isinstance(recorded, (int, float)) and not isinstance(recorded, bool) and 0 < recorded < 1:
+        return float(recorded)
+    return alpha
+
+
 def _easing(base: Baseline, actual: Baseline, out: _Comparison) -> None:
     """Rule 7's suite-wide easing: a changed option of a suite both runs measure, and corpus
     items (distractors included) removed from such a suite — each a breach, even when every
@@ -343,6 +353,17 @@ def _easing(base: Baseline, actual: Baseline, out: _Comparison) -> None:
                     base=_label(before.get(name)), head=_label(now.get(name)),
                     detail=f"suite option {name} changed: {_label(before.get(name))} → "
                            f"{_label(now.get(name))} (the measurement changed)"))
+    # The LLM of the live suites and the statistical gate's level are the measurement too: a new
+    # model, temperature or alpha is a changed measurement to justify, like a suite option.
+    before_live, now_live = base.config.get("live"), actual.config.get("live")
+    if isinstance(before_live, dict) and isinstance(now_live, dict):
+        for name in sorted(set(before_live) | set(now_live)):
+            if before_live.get(name) != now_live.get(name):
+                out.breaches.append(Breach(
+                    key=f"live:option:{name}", kind="option",
+                    base=_label(before_live.get(name)), head=_label(now_live.get(name)),
+                    detail=f"[live] {name} changed: {_label(before_live.get(name))} → "
+                           f"{_label(now_live.get(name))} (the measurement changed)"))
     for suite in sorted(set(base.corpus) & set(actual.corpus)):
         removed, added, changed = _diff(base.corpus[suite], actual.corpus[suite])
         key = f"{suite}:corpus"
@@ -454,7 +475,7 @@ def _compare(base: Baseline | None, committed: Baseline | None, actual: Baseline
 
     same_hash = base.fixtures_hash == actual.fixtures_hash
     mode = "same-hash" if same_hash else "corpus-bless"
-    comparison = _compare_cells(base, actual, same_hash, alpha)
+    comparison = _compare_cells(base, actual, same_hash, _preregistered(base, alpha))
     notes += comparison.notes
     bless_required = None
     matches_run = committed is not None and committed.same_content(actual)

@@ -229,3 +229,20 @@ def test_a_yardstick_cell_is_reported_never_a_breach_nor_in_the_gated_family() -
     assert tested["behaviour/none"].significant and not tested["behaviour/none"].gated
     assert tested["behaviour/memory"].gated
     assert tested["behaviour/memory"].adjusted_p == pytest.approx(tested["behaviour/memory"].p_value)
+
+
+def test_the_level_is_the_bases_and_a_changed_level_is_an_easing_breach() -> None:
+    # A pull request lowering [live] alpha would make every drop "within the noise": the base's
+    # preregistered level judges it, and the change itself is a breach to justify.
+    def live(run: Baseline, alpha: float, hash_: str) -> Baseline:
+        return run.model_copy(update={"fixtures_hash": hash_, "config": {
+            "suites": {}, "live": {"alpha": alpha, "model": "m", "temperature": 0.7}}})
+
+    base = live(run_of({"veto/files_known": 90}), 0.05, "h1")
+    head = live(run_of({"veto/files_known": 70}), 1e-9, "h2")
+    verdict = decide(base, head, head, alpha=1e-9)
+    kinds = sorted((b.key, b.kind) for b in verdict.breaches)
+    assert kinds == [("live:option:alpha", "option"),
+                     ("veto/files_known", "stochastic-regression")]
+    [tested] = verdict.stochastic
+    assert tested.alpha == 0.05 and tested.significant
