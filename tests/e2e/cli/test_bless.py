@@ -98,7 +98,7 @@ def test_a_first_baseline_says_so_in_words(tmp_path: Path) -> None:
     (repo / "membench.toml").write_text(config_text(), encoding="utf-8")
     done = run_cli("bless", cwd=repo)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == ("baseline written to baselines/main.json (7 cells); no base "
+    assert done.stdout.strip() == ("baseline written to baselines/main.json (8 cells); no base "
                                    "commit to compare with: a first baseline")
     assert "0 breaches" not in done.stdout
 

@@ -140,7 +140,7 @@ def test_the_reference_memory_conforms() -> None:
     done = run_cli("doctor", cwd=REPO)
     assert done.returncode == 0, done.stdout + done.stderr
     assert set(rows(done.stdout).values()) == {"ok"} and len(rows(done.stdout)) == 8
-    assert "8/8 checks conform" in done.stdout
+    assert "9/9 checks conform" in done.stdout
     assert "search" in done.stdout.split("latency per method")[1]
 
 
@@ -193,7 +193,7 @@ node = pytest.mark.skipif(shutil.which("node") is None, reason="Node.js is not i
 def test_the_node_example_conforms() -> None:
     done = run_cli("doctor", cwd=NODE_EXAMPLE)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "adapter 'node-memory'" in done.stdout and "8/8 checks conform" in done.stdout
+    assert "adapter 'node-memory'" in done.stdout and "9/9 checks conform" in done.stdout
 
 
 @node

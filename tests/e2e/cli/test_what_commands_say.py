@@ -121,6 +121,8 @@ def test_init_scaffolds_every_suite_and_says_why_writeback_waits(tmp_path: Path)
     for suite in NAMES:
         if suite == "writeback":  # needs the adapter's optional write(session)
             assert "# [suites.writeback]" in config and "`write(session)`" in config
+        elif suite == "behaviour":  # live: needs a [live] table, an endpoint and the extra
+            assert "# [suites.behaviour]" in config and "[live] table" in config
         else:
             assert f"\n[suites.{suite}]" in config, suite
 
