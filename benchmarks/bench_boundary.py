@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from membench_gate.adapter import rpc  # noqa: E402
-from membench_gate.adapter.types import Answer, Query, Record, Session  # noqa: E402
+from membench_gate.adapter.types import Answer, Pushed, Query, Record, Session  # noqa: E402
 from membench_gate.config import load_config  # noqa: E402
 from membench_gate.reference import ReferenceMemory  # noqa: E402
 from membench_gate.report.summary import run_summary  # noqa: E402
@@ -60,6 +60,9 @@ class DirectSession:
 
     def push(self, query: Query, item: str) -> list[str]:
         return self.memory.push(query)
+
+    def push_answer(self, query: Query, item: str) -> Pushed:
+        return Pushed(self.memory.push(query))
 
     def write(self, session: Session, item: str | None = None) -> None:
         self.memory.write(session)
