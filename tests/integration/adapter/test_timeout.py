@@ -121,9 +121,12 @@ def test_a_terminated_command_stops_its_adapter_and_replaces_its_outputs(
     command_adapter(tmp_path, STUCK, timeout=300)
     for name in ("out.json", "report.md"):
         (tmp_path / name).write_text("from an earlier run\n")
+    # Started as a terminal or a runner starts it: the signal at its default, even when this
+    # test run itself ignores it (under nohup the gate keeps an ignored SIGHUP ignored, rightly).
     gate = subprocess.Popen([sys.executable, "-m", "membench_gate", *command], cwd=tmp_path,
                             env=cli_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+                            text=True, preexec_fn=lambda: signal.signal(
+                                getattr(signal, signame), signal.SIG_DFL))
     pid_file = tmp_path / "adapter.pid"
     for _ in range(600):  # until the adapter runs (at most a minute)
         if pid_file.exists() and pid_file.read_text():
