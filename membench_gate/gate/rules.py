@@ -335,6 +335,17 @@ def _preregistered(base: Baseline, alpha: float) -> float:
     return alpha
 
 
+def _changed_options(scope: str, what: str, before: dict[str, Any], now: dict[str, Any],
+                     out: _Comparison) -> None:
+    """A breach ``<scope>:option:<name>`` for each option of the measurement that changed."""
+    for name in sorted(set(before) | set(now)):
+        if before.get(name) != now.get(name):
+            was, becomes = _label(before.get(name)), _label(now.get(name))
+            out.breaches.append(Breach(
+                key=f"{scope}:option:{name}", kind="option", base=was, head=becomes,
+                detail=f"{what} {name} changed: {was} → {becomes} (the measurement changed)"))
+
+
 def _easing(base: Baseline, actual: Baseline, out: _Comparison) -> None:
     """Rule 7's suite-wide easing: a changed option of a suite both runs measure, and corpus
     items (distractors included) removed from such a suite — each a breach, even when every
@@ -346,24 +357,12 @@ def _easing(base: Baseline, actual: Baseline, out: _Comparison) -> None:
         now = dict(now_suites[suite] or {})
         before["include_holdout"] = base.config.get("include_holdout", False)
         now["include_holdout"] = actual.config.get("include_holdout", False)
-        for name in sorted(set(before) | set(now)):
-            if before.get(name) != now.get(name):
-                out.breaches.append(Breach(
-                    key=f"{suite}:option:{name}", kind="option",
-                    base=_label(before.get(name)), head=_label(now.get(name)),
-                    detail=f"suite option {name} changed: {_label(before.get(name))} → "
-                           f"{_label(now.get(name))} (the measurement changed)"))
+        _changed_options(suite, "suite option", before, now, out)
     # The LLM of the live suites and the statistical gate's level are the measurement too: a new
     # model, temperature or alpha is a changed measurement to justify, like a suite option.
     before_live, now_live = base.config.get("live"), actual.config.get("live")
     if isinstance(before_live, dict) and isinstance(now_live, dict):
-        for name in sorted(set(before_live) | set(now_live)):
-            if before_live.get(name) != now_live.get(name):
-                out.breaches.append(Breach(
-                    key=f"live:option:{name}", kind="option",
-                    base=_label(before_live.get(name)), head=_label(now_live.get(name)),
-                    detail=f"[live] {name} changed: {_label(before_live.get(name))} → "
-                           f"{_label(now_live.get(name))} (the measurement changed)"))
+        _changed_options("live", "[live]", before_live, now_live, out)
     for suite in sorted(set(base.corpus) & set(actual.corpus)):
         removed, added, changed = _diff(base.corpus[suite], actual.corpus[suite])
         key = f"{suite}:corpus"
