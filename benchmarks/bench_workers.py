@@ -14,6 +14,13 @@ sides saw the same load, and summarised as the ratio of median wall times, N wor
    questions of their own haystacks, imported once, not timed): ``--jobs 2`` (goal ≤ 0.6×);
 4. ``selftest`` of the built-in veto and recall suites: ``--jobs 2`` (goal ≤ 0.6×).
 
+Each case is timed twice. *The command* is the CLI in a subprocess, interpreter start-up, fixture
+loading and the results file included: what a user waits for, and what Amdahl's law bounds — the
+gate's own start-up, fixture loading and results are one process's work whatever the workers.
+*The suites* is :func:`membench_gate.run.runner.run` in one process with the fixtures already
+loaded (``--phase``): every adapter process started and initialized, every suite run and combined —
+the part workers divide. Both are interleaved, after a warm-up.
+
 Then the peak memory of each run — the resident set of the gate and all its adapter processes
 together, sampled every 20 ms from ``/proc`` (Linux) — against N× that of one worker.
 
@@ -117,6 +124,43 @@ def peak_rss(argv: Sequence[str], cwd: Path) -> float:
     return peak / 1024
 
 
+PHASE = """
+import statistics, sys, time
+from pathlib import Path
+from membench_gate.cli import runtime
+from membench_gate.config import load_config
+from membench_gate.run.runner import load_fixtures, run
+runtime.start()
+config_path, jobs, repeat = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+config = load_config(config_path)
+loaded = load_fixtures(config)
+times = {1: [], jobs: []}
+for n in range(repeat + 1):  # the first round only warms caches
+    for count in (1, jobs):
+        start = time.perf_counter()
+        run(config.with_workers(count), preloaded=loaded)
+        if n:
+            times[count].append(time.perf_counter() - start)
+print(statistics.median(times[1]), statistics.median(times[jobs]))
+"""
+
+
+def phase(config: Path, jobs: int, repeat: int) -> tuple[float, float]:
+    """Median seconds of the suites alone (``run`` with the fixtures loaded), one worker and
+    ``jobs``, interleaved in one process."""
+    done = subprocess.run([sys.executable, "-c", PHASE, str(config), str(jobs), str(repeat)],
+                          cwd=config.parent, env=_env(), capture_output=True, text=True,
+                          check=True)
+    one, many = done.stdout.split()
+    return float(one), float(many)
+
+
+def _phase_line(one: float, many: float, jobs: int, goal: float) -> str:
+    ratio = many / one
+    return (f"  the suites alone: 1 worker {one:5.2f} s, {jobs} workers {many:5.2f} s   "
+            f"{ratio:.2f}x  (goal <= {goal:.2f}x: {'met' if ratio <= goal else 'NOT met'})")
+
+
 def _ratio(timings: dict, one: str, many: str, goal: float) -> str:
     ratio = timings[many].wall / timings[one].wall
     return (f"  {one:<28}{timings[one].wall:7.2f} s\n  {many:<28}{timings[many].wall:7.2f} s"
@@ -173,7 +217,11 @@ def main() -> None:
             timings = compare({one: _gate(*command, "--jobs", "1"),
                                many: _gate(*command, "--jobs", str(jobs))},
                               cwd, args.repeat, env, ok=(0, 1))
-            print(f"{title}\n{_ratio(timings, one, many, goal)}\n", flush=True)
+            print(f"{title}\n{_ratio(timings, one, many, goal)}", flush=True)
+            if command[0] == "run" and cwd is not sleepy:  # that one waits on its sleeps
+                config = ROOT / "membench.toml" if "--config" in command else cwd / "membench.toml"
+                print(_phase_line(*phase(config, jobs, args.repeat), jobs, goal), flush=True)
+            print(flush=True)
             memory.append((title, jobs, peak_rss(_gate(*command, "--jobs", "1"), cwd),
                            peak_rss(_gate(*command, "--jobs", str(jobs)), cwd)))
         print("peak memory (gate + adapter processes, resident)")

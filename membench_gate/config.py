@@ -38,7 +38,7 @@ from membench_gate.suites import NAMES, registry
 from membench_gate.suites.common.options import SuiteOptions, Table, problem
 
 if TYPE_CHECKING:
-    from membench_gate.adapter.rpc import Handshake
+    from membench_gate.adapter.rpc import AdapterProcess, Handshake
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -349,6 +349,16 @@ class Config(NamedTuple):
         budget.adopt(self.budget_minutes)
         return launch(self.adapter_argv(), self.base_dir, self.timeout, self.adapter_options,
                       {**self.adapter_env(), **(env or {})})
+
+    def start(self, env: Mapping[str, str] | None = None) -> AdapterProcess:
+        """Start the adapter's process in the config's folder, sending nothing yet (what
+        :meth:`launch` does before ``initialize``)."""
+        from membench_gate import budget
+        from membench_gate.adapter.rpc import AdapterProcess
+
+        budget.adopt(self.budget_minutes)
+        return AdapterProcess(self.adapter_argv(), self.base_dir, self.timeout,
+                              {**self.adapter_env(), **(env or {})})
 
     def adapter_env(self) -> dict[str, str]:
         """The environment the adapter starts from: the live key's variable kept by the gate

@@ -1,9 +1,10 @@
 """``python -m membench_gate.host module:attr``: serve a Python memory object over the protocol.
 
-The gate starts this for ``[adapter] python = "module:attr"``, in the config file's folder. On
-``initialize`` it imports the module, builds the object (a class or factory called with the
-``[adapter.options]`` as keyword arguments) and then answers each request by calling the plain
-method, so Python adapters never see JSON. stdout carries the protocol only: anything the adapter
+The gate starts this for ``[adapter] python = "module:attr"``, in the config file's folder. It
+imports the module as it starts (a failure is reported when ``initialize`` comes: several workers'
+hosts import at once while the first answers), builds the object on ``initialize`` (a class or
+factory called with the ``[adapter.options]`` as keyword arguments) and then answers each request
+by calling the plain method, so Python adapters never see JSON. stdout carries the protocol only: anything the adapter
 prints goes to stderr, which the gate keeps for its error messages.
 
 Any exception of the adapter — ``SystemExit`` and other ``BaseException`` included — becomes an
@@ -126,13 +127,29 @@ def _suggest(name: str, choices: list[str]) -> str:
     return f" (did you mean {match[0]!r}?)" if match else ""
 
 
-def build(target: str, options: dict[str, Any]) -> Any:
-    """Import ``module:attr`` and call it with ``options``; a one-line reason when that fails."""
+def preload(target: str) -> Any:
+    """Import ``target``'s module as the host starts, before ``initialize`` arrives (a second
+    worker's host imports while the first answers): the module, or the exception its import
+    raised, which :func:`build` then reports. Nothing is built before ``initialize``."""
+    module_name, sep, attr = target.partition(":")
+    if not sep or not module_name or not attr:
+        return None
+    try:
+        return importlib.import_module(module_name)
+    except BaseException as exc:  # user code: an import may raise anything, SystemExit included
+        return exc
+
+
+def build(target: str, options: dict[str, Any], preloaded: Any = None) -> Any:
+    """Import ``module:attr`` (or take ``preloaded``, what :func:`preload` gave) and call it with
+    ``options``; a one-line reason when that fails."""
     module_name, sep, attr = target.partition(":")
     if not sep or not module_name or not attr:
         raise _Refused(SERVER_ERROR, f"adapter.python: {target!r} is not of the form 'module:attr'")
     try:
-        module = importlib.import_module(module_name)
+        if isinstance(preloaded, BaseException):
+            raise preloaded
+        module = preloaded if preloaded is not None else importlib.import_module(module_name)
     except BaseException as exc:  # user code: an import may raise anything, SystemExit included
         # Which interpreter looked for it: a module installed in another environment is the
         # usual cause, and the path says which environment that was.
@@ -168,8 +185,9 @@ class Host:
     the adapter (a failure there is the adapter's own: :class:`_Raised`), and turns what it
     returned into the wire form (a failure there breaks the contract of docs/adapters.md)."""
 
-    def __init__(self, target: str) -> None:
+    def __init__(self, target: str, preloaded: Any = None) -> None:
         self.target = target
+        self.preloaded = preloaded
         self.adapter: Any = None
         self._closed = False
 
@@ -178,7 +196,8 @@ class Host:
             options = params.get("options") or {}
             if not isinstance(options, dict):
                 raise _Refused(INVALID_PARAMS, "initialize: options must be an object")
-            self.adapter = build(self.target, options)
+            preloaded, self.preloaded = self.preloaded, None
+            self.adapter = build(self.target, options, preloaded)
             capabilities = {"push": callable(getattr(self.adapter, "push", None)),
                             "write": callable(getattr(self.adapter, "write", None))}
             if getattr(self.adapter, "workers", True) is False:  # one shared store: one process
@@ -291,7 +310,7 @@ def serve(target: str, requests: Iterable[bytes], responses: BinaryIO) -> int:
     records' building paused, 0.8 s of the host's 2.9 s of CPU for 100,000 records; 0.1 s with
     the whole request paused). Whatever the request left is collected after it, as
     usual; cyclic garbage an adapter makes during one call waits for the call's end."""
-    host = Host(target)
+    host = Host(target, preload(target))
     for line in requests:
         with collector_paused():
             method = _answer(host, line, responses)
@@ -301,10 +320,31 @@ def serve(target: str, requests: Iterable[bytes], responses: BinaryIO) -> int:
     return 0
 
 
+# A line at least this long (an ingest batch) is read by pydantic-core's parser, twice the
+# standard one's speed; its import (tens of milliseconds) is paid by the first such line only.
+FAST_DECODE_BYTES = 1 << 16
+_from_json: Callable[[bytes], Any] | None = None
+
+
+def _loads(line: bytes) -> Any:
+    """A request line's JSON: the same values either way (the gate wrote it, as JSON without
+    NaN); ``ValueError`` for a line that is not JSON."""
+    global _from_json
+    if len(line) < FAST_DECODE_BYTES:
+        return json.loads(line)
+    if _from_json is None:
+        try:
+            from pydantic_core import from_json
+        except ImportError:  # an interpreter without the gate's dependencies (a bare host)
+            from_json = json.loads
+        _from_json = from_json
+    return _from_json(line)
+
+
 def _answer(host: Host, line: bytes, responses: BinaryIO) -> Any:
     """Answer one request line; its method (``None`` for a line that is not a request)."""
     try:
-        message = json.loads(line)
+        message = _loads(line)
         ident, method = message["id"], message["method"]
         params = message.get("params") or {}
     except (ValueError, KeyError, TypeError, RecursionError):

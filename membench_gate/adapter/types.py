@@ -197,6 +197,18 @@ def _parse_time(value: str) -> datetime:
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
 
 
+def record_for_encoder(record: Record) -> Mapping[str, Any]:
+    """What the gate's encoder (:func:`membench_gate.adapter.rpc.dumps`) writes for a record —
+    the same JSON as :func:`record_to_wire`, without building it: the record's own attributes
+    when its times are UTC or unset (the encoder writes a UTC time, its tuples and ``None``
+    exactly as the wire has them), else the wire's dict."""
+    created, reviewed = record.created_at, record.reviewed_at
+    if (created is None or created.tzinfo is timezone.utc) and \
+            (reviewed is None or reviewed.tzinfo is timezone.utc) and type(record.meta) is dict:
+        return record.__dict__
+    return record_to_wire(record)
+
+
 def record_to_wire(record: Record) -> dict[str, Any]:
     created, reviewed, meta = record.created_at, record.reviewed_at, record.meta
     return {

@@ -241,6 +241,7 @@ def _run_adapter(config: Config, loaded: dict[str, SuiteFixtures], seam: str,
             on_start(seam, client.capabilities.workers)
         if count > 1 and not client.capabilities.workers:
             _one_worker(config, seam, client.name, count)
+            processes.one_only()
             count = 1
         elif count > 1:
             processes.start_others()

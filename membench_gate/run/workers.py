@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from membench_gate.adapter import seal
+from membench_gate.adapter import rpc, seal
 from membench_gate.errors import GateError
 from membench_gate.suites import get
 from membench_gate.suites.common.repeats import pool, split
@@ -134,17 +134,35 @@ class Workers:
         self.config = config
         self.numbers, self.private = list(numbers), private
         self.started: list[Worker] = []
+        # A ``python`` adapter's other hosts, started with the first but not yet initialized:
+        # each imports the module meanwhile (the host does before it reads a request).
+        self.waiting: list[tuple[int, AdapterProcess, Path | None, bool]] = []
         self._failed: tuple[Worker, BaseException] | None = None
         self._lock = threading.Lock()
         self._start(self.numbers[0])
+        if config.adapter_command is None:
+            try:
+                for number in self.numbers[1:]:
+                    tmp, remove = self._tmp(number)
+                    try:
+                        self.waiting.append((number, config.start(worker_env(number, tmp)),
+                                             tmp, remove))
+                    except BaseException:
+                        _remove(tmp, remove)
+                        raise
+            except BaseException:
+                self.kill()
+                raise
+
+    def _tmp(self, number: int) -> tuple[Path | None, bool]:
+        return seal.worker_tmp(number) if self.private else (None, False)
 
     def _start(self, number: int) -> None:
-        tmp, remove = seal.worker_tmp(number) if self.private else (None, False)
+        tmp, remove = self._tmp(number)
         try:
             handshake = self.config.launch(worker_env(number, tmp))
         except BaseException:
-            if tmp is not None and remove:
-                shutil.rmtree(tmp, ignore_errors=True)
+            _remove(tmp, remove)
             raise
         self.started.append(Worker(number, handshake, tmp, remove))
 
@@ -153,15 +171,28 @@ class Workers:
         return self.started[0]
 
     def start_others(self) -> None:
-        """Start the workers after the first, once its ``initialize`` allowed them: an adapter
-        that declares ``capabilities.workers: false`` never sees a second process start (its
-        start-up may open the one store)."""
+        """Start (or, for a ``python`` adapter, initialize) the workers after the first, once
+        its ``initialize`` allowed them: an adapter that declares ``capabilities.workers:
+        false`` never has a second object built nor a second command started (its start-up may
+        open the one store)."""
         try:
+            for number, process, tmp, remove in self.waiting:
+                self.started.append(Worker(number, rpc.greet(process, self.config.adapter_options),
+                                           tmp, remove))
+            self.waiting = []
             for number in self.numbers[len(self.started):]:
                 self._start(number)
         except BaseException:
             self.kill()
             raise
+
+    def one_only(self) -> None:
+        """The first worker alone after all: the hosts started beside it are stopped, never
+        initialized (they imported the module and built nothing)."""
+        waiting, self.waiting = self.waiting, []
+        for _, process, tmp, remove in waiting:
+            process.kill()
+            _remove(tmp, remove)
 
     def each(self, task: Callable[[Worker], T]) -> list[T]:
         """``task`` of every worker, in worker order; each in a thread of its own when there are
@@ -214,6 +245,7 @@ class Workers:
         self.kill()
 
     def kill(self) -> None:
+        self.one_only()
         for worker in self.started:
             self._stop(worker)
 
@@ -222,6 +254,11 @@ class Workers:
         if worker.tmp is not None and worker.remove_tmp:
             shutil.rmtree(worker.tmp, ignore_errors=True)
             worker.tmp = None
+
+
+def _remove(tmp: Path | None, remove: bool) -> None:
+    if tmp is not None and remove:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _named(worker: Worker, error: BaseException) -> BaseException:

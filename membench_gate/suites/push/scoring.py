@@ -45,15 +45,14 @@ def units(fx: Fixtures) -> list[list[str]]:
 
 def run(fx: Fixtures, session: SuiteSession, options: PushOptions,
         progress: Progress | None = None) -> SuiteRun:
-    total = sum(1 for c in fx.conversations for t in c.turns if t.role == "user")
+    # A conversation none of whose turns is scored here (a shard, a worker) is never sent.
+    sent = [(conv, [t for t in conv.turns if any(i in fx.digests for i in items_of_turn(conv, t))])
+            for conv in fx.conversations]
+    sent = [(conv, scored) for conv, scored in sent if scored]
+    total = sum(1 for conv, _ in sent for t in conv.turns if t.role == "user")
     done = 0
     records: Records = {}
-    for conv in fx.conversations:
-        scored = [t for t in conv.turns
-                  if any(i in fx.digests for i in items_of_turn(conv, t))]
-        if not scored:  # nothing of this conversation scored here (a shard): never sent
-            done += sum(1 for t in conv.turns if t.role == "user")
-            continue
+    for conv, scored in sent:
         ids = fx.ids[conv.id]
         pages = {ids[p.slug, p.source]: p for p in conv.pages}
         session.reset(conv.id)
