@@ -4,8 +4,8 @@ The gate starts this for ``[adapter] python = "module:attr"``, in the config fil
 imports the module as it starts (a failure is reported when ``initialize`` comes: several workers'
 hosts import at once while the first answers), builds the object on ``initialize`` (a class or
 factory called with the ``[adapter.options]`` as keyword arguments) and then answers each request
-by calling the plain method, so Python adapters never see JSON. stdout carries the protocol only: anything the adapter
-prints goes to stderr, which the gate keeps for its error messages.
+by calling the plain method, so Python adapters never see JSON. stdout carries the protocol
+only: anything the adapter prints goes to stderr, which the gate keeps for its error messages.
 
 Any exception of the adapter — ``SystemExit`` and other ``BaseException`` included — becomes an
 ``error`` response whose ``data`` names it (``{"exception": {"type", "message"}, "function",

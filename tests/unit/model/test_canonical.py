@@ -6,8 +6,11 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from membench_gate.model.canonical import canonical_dumps, round4
+from membench_gate.files import NumberError
+from membench_gate.model.canonical import canonical_dumps, normalize, round4
 from membench_gate.model.results import Cell
 
 
@@ -52,3 +55,52 @@ def test_non_finite_numbers_are_refused() -> None:
 def test_failed_lists_are_sorted() -> None:
     cell = Cell(metrics={"m": 0.5}, gold_total=3, failed=["scn-10", "scn-02", "scn-1"])
     assert cell.failed == ["scn-02", "scn-1", "scn-10"]
+
+
+def _reference(obj: object) -> str:
+    """What canonical JSON is defined as: the standard library's indented dump of the
+    normalized value."""
+    return json.dumps(normalize(obj), sort_keys=True, indent=2, ensure_ascii=False) + "\n"
+
+
+_scalars = st.one_of(
+    st.none(), st.booleans(), st.integers(min_value=-(10**15) + 1, max_value=10**15 - 1),
+    st.floats(allow_nan=False, allow_infinity=False, min_value=-1e12, max_value=1e12),
+    st.floats(min_value=-1e-3, max_value=1e-3),
+    st.text(alphabet=st.characters(exclude_categories=("Cs",)), max_size=12),
+)
+_documents = st.recursive(
+    _scalars,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4),
+        st.tuples(inner, inner),
+        st.dictionaries(st.one_of(st.text(max_size=6), st.integers(-3, 3)), inner, max_size=4),
+    ),
+    max_leaves=30,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_documents)
+def test_the_one_pass_writer_is_the_standard_dump_byte_for_byte(document: object) -> None:
+    assert canonical_dumps(document) == _reference(document)
+
+
+def test_a_real_results_file_is_written_byte_for_byte_as_the_standard_dump(tmp_path) -> None:
+    from membench_gate.config import load_config
+    from membench_gate.run.runner import run
+
+    (tmp_path / "membench.toml").write_text(
+        '[suites.veto]\nfixtures = ["builtin"]\n[suites.push]\nfixtures = ["builtin"]\n',
+        encoding="utf-8")
+    data = json.loads(json.dumps(run(load_config(tmp_path / "membench.toml")).model_dump(
+        mode="json")))
+    assert canonical_dumps(data) == _reference(data)
+    # And a mutation the writer must show: one value changed is another text.
+    data["cells"]["veto/files_known"]["gold_total"] += 1
+    assert canonical_dumps(data) == _reference(data)
+
+
+def test_a_number_that_cannot_be_written_is_named_by_its_path() -> None:
+    with pytest.raises(NumberError, match=r"a\.b\[1\]"):
+        canonical_dumps({"a": {"b": [1, float("inf")]}})
