@@ -176,10 +176,14 @@ class Workers:
         false`` never has a second object built nor a second command started (its start-up may
         open the one store)."""
         try:
-            for number, process, tmp, remove in self.waiting:
-                self.started.append(Worker(number, rpc.greet(process, self.config.adapter_options),
-                                           tmp, remove))
-            self.waiting = []
+            while self.waiting:
+                number, process, tmp, remove = self.waiting.pop(0)
+                try:
+                    handshake = rpc.greet(process, self.config.adapter_options)  # kills on failure
+                except BaseException:
+                    _remove(tmp, remove)
+                    raise
+                self.started.append(Worker(number, handshake, tmp, remove))
             for number in self.numbers[len(self.started):]:
                 self._start(number)
         except BaseException:

@@ -144,6 +144,58 @@ def test_an_adapter_declaring_one_store_runs_as_one_worker_and_is_told_once(
     assert sorted(p.name for p in tmp_path.glob("worker-*.json")) == ["worker-1.json"]
 
 
+STARTUP_PROBE = """
+import json, os, time
+from pathlib import Path
+from membench_gate.reference import ReferenceMemory
+
+LOG = Path(__file__).resolve().parent
+NUMBER = os.environ["MEMBENCH_WORKER"]
+(LOG / f"imported-{NUMBER}").write_text(str(os.getpid()))
+
+
+class Probe(ReferenceMemory):
+    def __init__(self, workers=3, **options):
+        super().__init__(**options)
+        seen = True
+        if NUMBER == "1":  # waits for the other hosts' imports: they must run meanwhile
+            until = time.monotonic() + 20
+            while not (seen := all((LOG / f"imported-{n}").exists()
+                                   for n in range(2, workers + 1))):
+                if time.monotonic() > until:
+                    break
+                time.sleep(0.02)
+        (LOG / f"built-{NUMBER}").write_text("together" if seen else "alone")
+
+
+class OneStore(Probe):
+    workers = False
+"""
+
+
+@pytest.mark.parametrize("target", ["Probe", "OneStore"])
+def test_a_python_adapters_hosts_start_together_and_build_only_when_allowed(
+        tmp_path: Path, target: str) -> None:
+    (tmp_path / "startup_probe.py").write_text(STARTUP_PROBE, encoding="utf-8")
+    (tmp_path / "membench.toml").write_text(
+        f'[adapter]\npython = "startup_probe:{target}"\nworkers = 3\n{SMALL}', encoding="utf-8")
+    done = run_cli("run", "--out", "r.json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    # Every worker's host imported the module while worker 1 was still building its object
+    # (worker 1 waits for them, at most 20 s: started one after the other, it would wait it out).
+    assert sorted(p.name for p in tmp_path.glob("imported-*")) == \
+        ["imported-1", "imported-2", "imported-3"]
+    assert (tmp_path / "built-1").read_text() == "together"
+    built = sorted(p.name for p in tmp_path.glob("built-*"))
+    if target == "Probe":
+        assert built == ["built-1", "built-2", "built-3"]
+    else:  # one shared store: no second object is ever built
+        assert built == ["built-1"], built
+        assert "1 worker instead of 3" in done.stderr
+        for number in (2, 3):  # their hosts are gone
+            assert not _alive(int((tmp_path / f"imported-{number}").read_text()))
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)

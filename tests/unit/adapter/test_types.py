@@ -75,3 +75,44 @@ def test_the_collector_is_paused_then_restored_as_it_was() -> None:
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+_MIXED_TIMES = [
+    Record(id="r1", text="ünïcode — \u2028 and a \x01 control", source="team", files=("a.py",),
+           created_at=datetime(2026, 1, 2, 3, 4, 5, 600, tzinfo=timezone.utc),
+           reviewed_at=datetime(1, 1, 1, tzinfo=timezone.utc), relevance=0.1 + 0.2,
+           entity="Ada", aliases=("A. L.",), meta={"n": 10**30, "f": 1e-7, "nested": [None]}),
+    Record(id="r2", text="a naive time", created_at=datetime(2026, 1, 2, 3)),
+    Record(id="r3", text="another zone",
+           created_at=datetime(2026, 1, 2, 3, tzinfo=timezone(timedelta(hours=-5)))),
+    Record(id="r4", text="NaN and Infinity are words here", relevance=1),
+]
+
+
+@pytest.mark.parametrize("record", _MIXED_TIMES, ids=lambda r: r.id)
+def test_the_gates_encoder_sends_exactly_the_records_wire_form(record: Record) -> None:
+    from membench_gate.adapter import rpc
+    from membench_gate.adapter.types import record_for_encoder
+
+    line = rpc.dumps({"records": [record_for_encoder(record)]})
+    wire = json.loads(line)["records"][0]
+    assert wire == record_to_wire(record)
+    assert record_from_wire(wire) == record_from_wire(record_to_wire(record))
+    # Read back by the host's fast reader: the same values.
+    from pydantic_core import from_json
+
+    assert from_json(line) == json.loads(line)
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])
+def test_a_request_json_cannot_carry_is_refused_as_before(bad: float) -> None:
+    from membench_gate.adapter import rpc
+
+    with pytest.raises(ValueError, match="JSON compliant"):
+        rpc.dumps({"records": [record_for_wire_with(bad)]})
+
+
+def record_for_wire_with(relevance: float) -> object:
+    from membench_gate.adapter.types import record_for_encoder
+
+    return record_for_encoder(Record(id="r", text="t", relevance=relevance))
