@@ -615,6 +615,40 @@ class AdapterProcess:
                 self._poller.close()
 
 
+_EXITING: list[threading.Thread] = []
+_EXITING_LOCK = threading.Lock()
+
+
+def let_exit(process: AdapterProcess, then: Callable[[], None] | None = None) -> None:
+    """Let a process that was sent ``shutdown`` exit on its own while the gate goes on: its
+    :meth:`~AdapterProcess.kill` (the grace period, then its process group killed and, sealed,
+    the sandbox handed back) runs in a thread, then ``then``. :func:`reap` waits for them all."""
+    def end() -> None:
+        try:
+            process.kill()
+        finally:
+            if then is not None:
+                then()
+
+    thread = threading.Thread(target=end, name="adapter exit", daemon=False)
+    with _EXITING_LOCK:
+        _EXITING[:] = [t for t in _EXITING if t.is_alive()]
+        _EXITING.append(thread)
+    thread.start()
+
+
+def reap() -> None:
+    """Wait until every process let exit (:func:`let_exit`) has ended: the end of a command."""
+    while True:
+        with _EXITING_LOCK:
+            pending = [t for t in _EXITING if t.is_alive()]
+            _EXITING[:] = pending
+        if not pending:
+            return
+        for thread in pending:
+            thread.join(0.2)  # a signal reaches the main thread meanwhile
+
+
 def _excerpt(line: bytes) -> str:
     text = line.decode("utf-8", "replace").strip()
     return repr(text[:120] + ("…" if len(text) > 120 else ""))

@@ -176,7 +176,11 @@ def say(line: str) -> None:
 
 
 def seal_finish() -> None:
-    """Nothing of the sandbox user outlives the command (when it started a sealed adapter)."""
+    """Every adapter process has ended, and nothing of the sandbox user outlives the command
+    (when it started a sealed adapter)."""
+    rpc = sys.modules.get("membench_gate.adapter.rpc")
+    if rpc is not None:
+        rpc.reap()
     seal = sys.modules.get("membench_gate.adapter.seal")
     if seal is not None:
         seal.finish()

@@ -22,6 +22,7 @@ import shutil
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -243,10 +244,14 @@ class Workers:
                 other.process.interrupt()
 
     def shutdown(self) -> None:
-        """``shutdown`` to every worker, their exits awaited together."""
+        """``shutdown`` to every worker; their exits are awaited in the background (the gate
+        goes on writing its results, a selftest starts its next run) and by the end of the
+        command at the latest (:func:`membench_gate.adapter.rpc.reap`)."""
         for worker in self.started:
             worker.process.shutdown(wait=False)
-        self.kill()
+        ended, self.started = self.started, []
+        for worker in ended:
+            rpc.let_exit(worker.process, partial(_remove, worker.tmp, worker.remove_tmp))
 
     def kill(self) -> None:
         self.one_only()
