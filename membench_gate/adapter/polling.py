@@ -29,8 +29,7 @@ import time
 POLL_S = 300e-6  # the longest poll before a wait blocks
 
 
-def cpus() -> int:
-    """The CPUs this process may run on."""
+def _cpus() -> int:
     affinity = getattr(os, "sched_getaffinity", None)
     return len(affinity(0)) if affinity else (os.cpu_count() or 1)
 
@@ -47,7 +46,7 @@ class Poller:
 
     def __init__(self, fd: int, budget_s: float = POLL_S) -> None:
         self.fd = fd
-        self.cpus = cpus()
+        self.cpus = _cpus()
         self._loadavg = _loadavg() if budget_s > 0 and self.cpus >= 2 else None
         self.budget_s = budget_s if self._loadavg is not None else 0.0
 

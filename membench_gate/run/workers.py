@@ -18,7 +18,6 @@ on its process; the memory works in its own process. The first worker to fail st
 
 from __future__ import annotations
 
-import os
 import shutil
 import threading
 from collections.abc import Callable, Sequence
@@ -28,7 +27,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from membench_gate.adapter import rpc, seal
-from membench_gate.adapter.polling import cpus
 from membench_gate.errors import GateError
 from membench_gate.suites import get
 from membench_gate.suites.common.repeats import pool, split
@@ -121,24 +119,11 @@ class Worker:
         return self._client
 
 
-# The thread pools of numerical libraries (OpenBLAS, OpenMP, MKL, Apple's Accelerate, numexpr):
-# each sizes itself to every CPU of the machine, so N adapter processes computing at once would run
-# N times as many threads as there are CPUs.
-THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
-                    "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS")
-
-
-def worker_env(number: int, tmp: Path | None, processes: int = 1) -> dict[str, str]:
-    """What a worker's environment adds: its number, its own temp folder when it has one, and,
-    when ``processes`` adapter processes run at once, the numerical libraries' thread pools
-    capped to its share of the CPUs (``cpus // processes``, at least 1) — as joblib's and Ray's
-    workers are — except where the environment already sets them."""
+def worker_env(number: int, tmp: Path | None) -> dict[str, str]:
+    """What a worker's environment adds: its number, and its own temp folder when it has one."""
     env = {seal.WORKER_VARIABLE: str(number)}
     if tmp is not None:
         env.update(TMPDIR=str(tmp), TMP=str(tmp), TEMP=str(tmp))
-    if processes > 1:
-        share = str(max(1, cpus() // processes))
-        env.update({name: share for name in THREAD_VARIABLES if name not in os.environ})
     return env
 
 
@@ -149,9 +134,6 @@ class Workers:
     def __init__(self, config: Config, numbers: Sequence[int], private: bool) -> None:
         self.config = config
         self.numbers, self.private = list(numbers), private
-        # How many adapter processes run at once: these, or at least two when others run beside
-        # them (a selftest's mutants, the determinism check's second pass).
-        self.processes = max(len(self.numbers), 2) if private else 1
         self.started: list[Worker] = []
         # A ``python`` adapter's other hosts, started with the first but not yet initialized:
         # each imports the module meanwhile (the host does before it reads a request).
@@ -164,7 +146,7 @@ class Workers:
                 for number in self.numbers[1:]:
                     tmp, remove = self._tmp(number)
                     try:
-                        self.waiting.append((number, config.start(worker_env(number, tmp, self.processes)),
+                        self.waiting.append((number, config.start(worker_env(number, tmp)),
                                              tmp, remove))
                     except BaseException:
                         _remove(tmp, remove)
@@ -179,7 +161,7 @@ class Workers:
     def _start(self, number: int) -> None:
         tmp, remove = self._tmp(number)
         try:
-            handshake = self.config.launch(worker_env(number, tmp, self.processes))
+            handshake = self.config.launch(worker_env(number, tmp))
         except BaseException:
             _remove(tmp, remove)
             raise

@@ -242,8 +242,6 @@ class WorkerProbe(ReferenceMemory):
         number = os.environ.get("MEMBENCH_WORKER", "none")
         Path(log, f"worker-{number}.json").write_text(json.dumps({
             "worker": number, "tmpdir": os.environ.get("TMPDIR"), "pid": os.getpid(),
-            "threads": {name: os.environ.get(name) for name in ("OMP_NUM_THREADS",
-                                                                "OPENBLAS_NUM_THREADS")},
             "tmp_exists": os.path.isdir(os.environ.get("TMPDIR") or "/nonexistent")}),
             encoding="utf-8")
 
