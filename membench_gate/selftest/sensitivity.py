@@ -105,43 +105,20 @@ def _runs(config: Config, mutants: Sequence[type[Mutant]], log: bool
           ) -> tuple[list[Callable[[], Baseline]], Callable[[], None]]:
     """The unmutated run, then each mutant's, as calls giving its baseline (or raising its
     error), and what cancels the runs not begun: one after the other with one worker;
-    ``config.workers`` at a time otherwise, each in a slot of its own. The unmutated run takes
-    slot 1 first; the mutants start beside it as soon as its adapter (every seam's) answered
-    ``initialize`` allowing several processes (``capabilities.workers``) — else they run one
-    after the other once it is done, as one worker."""
+    ``config.workers`` at a time otherwise, each in a slot of its own, once the unmutated run
+    (alone) showed that the adapter allows several processes (``capabilities.workers``)."""
     total = len(mutants)
     if config.workers == 1:
         return [partial(_one, config, wrap, position, total, log, None)
                 for position, wrap in enumerate([None, *mutants])], lambda: None
     single = config.with_workers(1)
-    seams = len(config.by_seam())
     allowed: list[bool] = []
-    decided = threading.Event()
-
-    def on_start(_seam: str, ok: bool) -> None:
-        allowed.append(ok)
-        if not ok or len(allowed) == seams:
-            decided.set()
-
-    slots = list(range(config.workers, 1, -1))  # free worker numbers, the lowest taken first
+    base = _one(single, None, 0, total, log, 1, lambda _seam, ok: allowed.append(ok))
+    if not all(allowed):  # one shared store: the mutants one after the other, as one worker
+        return [lambda: base, *(partial(_one, config, mutant, position, total, log, None)
+                                for position, mutant in enumerate(mutants, 1))], lambda: None
+    slots = list(range(config.workers, 0, -1))  # free worker numbers, the lowest taken first
     lock = threading.Lock()
-    executor = ThreadPoolExecutor(max_workers=config.workers, thread_name_prefix="selftest")
-
-    def unmutated() -> Baseline:
-        try:
-            return _one(single, None, 0, total, log, 1, on_start)
-        finally:
-            decided.set()  # an error before every seam answered: the mutants wait for nothing
-            with lock:
-                slots.append(1)
-
-    base = executor.submit(unmutated)
-    while not decided.wait(0.2):  # a signal reaches the main thread meanwhile
-        pass
-    if len(allowed) < seams or not all(allowed):  # one shared store (or the run failed early)
-        executor.shutdown(wait=True)
-        return [base.result, *(partial(_one, config, mutant, position, total, log, None)
-                               for position, mutant in enumerate(mutants, 1))], lambda: None
 
     def in_slot(position: int, mutant: type[Mutant]) -> Baseline:
         with lock:
@@ -152,9 +129,10 @@ def _runs(config: Config, mutants: Sequence[type[Mutant]], log: bool
             with lock:
                 slots.append(slot)
 
+    executor = ThreadPoolExecutor(max_workers=config.workers, thread_name_prefix="selftest")
     futures = [executor.submit(in_slot, position, mutant)
                for position, mutant in enumerate(mutants, 1)]
-    return [base.result, *(future.result for future in futures)], \
+    return [lambda: base, *(future.result for future in futures)], \
         lambda: executor.shutdown(wait=True, cancel_futures=True)
 
 
