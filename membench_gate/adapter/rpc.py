@@ -132,16 +132,18 @@ _to_json = _fast_encoder()
 _NON_FINITE = (b"NaN", b"Infinity")
 
 
-def dumps(message: Any) -> bytes:
+def dumps(message: dict[str, Any]) -> bytes:
     """One request as UTF-8 JSON (no newline); ``ValueError`` for a value JSON cannot carry.
 
-    pydantic-core's serializer writes it when it can; what it writes and what the standard
+    An ``ingest`` request — nearly all the bytes the gate writes, and records built from the
+    fixtures' JSON — is written by pydantic-core's serializer when it can (every other request
+    by the standard encoder); what it writes and what the standard
     encoder writes are the same JSON values (strings, integers of any size, floats that read
     back bit for bit, a UTC time as ``…Z``, tuples as arrays). A NaN or an infinity, which it
     writes as such, is refused as the standard encoder refuses it: the output is checked for
     their names, and only then encoded the standard way (which also tells a string that merely
     contains one)."""
-    if _to_json is not None:
+    if _to_json is not None and message.get("method") == "ingest":
         try:
             data = _to_json(message)
         except ValueError:
@@ -615,34 +617,50 @@ class AdapterProcess:
                 self._poller.close()
 
 
-_EXITING: list[threading.Thread] = []
+_EXITING: list[tuple[object, threading.Thread]] = []  # (key, thread) of processes let exit
+_EXIT_ERRORS: list[BaseException] = []
 _EXITING_LOCK = threading.Lock()
 
 
-def let_exit(process: AdapterProcess, then: Callable[[], None] | None = None) -> None:
-    """Let a process that was sent ``shutdown`` exit on its own while the gate goes on: its
-    :meth:`~AdapterProcess.kill` (the grace period, then its process group killed and, sealed,
-    the sandbox handed back) runs in a thread, then ``then``. :func:`reap` waits for them all."""
+def let_exit(process: AdapterProcess, key: object = None,
+             then: Callable[[], None] | None = None) -> bool:
+    """Let a process that was sent ``shutdown`` exit on its own while the gate goes on (writes
+    its results): its :meth:`~AdapterProcess.kill` — the grace period, then its process group
+    killed — runs in a thread, then ``then``. Only unsealed: a sealed process's end sweeps the
+    sandbox, which must happen, and fail, where the command can still report it; then this
+    does nothing and returns False (the caller stops it). :func:`reap` waits for the exits of
+    ``key`` (a worker's number: the next process of that number must not start beside the last
+    one), or for all of them."""
+    if process._sealed:
+        return False
+
     def end() -> None:
         try:
             process.kill()
-        finally:
             if then is not None:
                 then()
+        except BaseException as exc:  # handed to reap(), in the command's thread
+            with _EXITING_LOCK:
+                _EXIT_ERRORS.append(exc)
 
     thread = threading.Thread(target=end, name="adapter exit", daemon=False)
     with _EXITING_LOCK:
-        _EXITING[:] = [t for t in _EXITING if t.is_alive()]
-        _EXITING.append(thread)
-    thread.start()
+        _EXITING[:] = [(k, t) for k, t in _EXITING if t.is_alive()]
+        thread.start()  # under the lock: a reap() never meets it listed but not started
+        _EXITING.append((key, thread))
+    return True
 
 
-def reap() -> None:
-    """Wait until every process let exit (:func:`let_exit`) has ended: the end of a command."""
+def reap(key: object = None, every: bool = True) -> None:
+    """Wait until the processes let exit (:func:`let_exit`) have ended — those of ``key``, or
+    all of them with ``every`` — and raise the first error one of them met."""
     while True:
         with _EXITING_LOCK:
-            pending = [t for t in _EXITING if t.is_alive()]
-            _EXITING[:] = pending
+            pending = [t for k, t in _EXITING if t.is_alive() and (every or k == key)]
+            if not pending and _EXIT_ERRORS:
+                error = _EXIT_ERRORS.pop(0)
+                _EXIT_ERRORS.clear()
+                raise error
         if not pending:
             return
         for thread in pending:

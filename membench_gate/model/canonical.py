@@ -60,11 +60,16 @@ def canonical_dumps(obj: Any) -> str:
     out: list[str] = []
     try:
         _write(obj, out, "\n")
-    except NumberError:
-        normalize(obj)  # raises, naming the path
-        raise
+    except (_Unusual, NumberError, TypeError):
+        # Anything but plain JSON values (a subclass, a key that is not a string, a number that
+        # cannot be written): the definition itself, which also says what is wrong as it does.
+        return json.dumps(normalize(obj), sort_keys=True, indent=2, ensure_ascii=False) + "\n"
     out.append("\n")
     return "".join(out)
+
+
+class _Unusual(Exception):
+    """A value the one-pass writer leaves to the definition."""
 
 
 _quote = json.encoder.encode_basestring  # what json.dumps uses with ensure_ascii=False
@@ -73,7 +78,8 @@ _INDENT = "  "
 
 def _write(obj: Any, out: list[str], newline: str) -> None:
     """Append ``obj``'s canonical text to ``out``; ``newline`` is a line break and the indent of
-    the line ``obj`` is on."""
+    the line ``obj`` is on. Plain JSON values only (exact types, string keys): anything else
+    raises :class:`_Unusual`."""
     kind = type(obj)
     if kind is str:
         out.append(_quote(obj))
@@ -82,7 +88,7 @@ def _write(obj: Any, out: list[str], newline: str) -> None:
             out.append("{}")
             return
         if not all(type(key) is str for key in obj):
-            obj = {str(key): value for key, value in obj.items()}  # as normalize keys it
+            raise _Unusual
         inner = newline + _INDENT
         first = True
         for key in sorted(obj):
@@ -105,14 +111,8 @@ def _write(obj: Any, out: list[str], newline: str) -> None:
         out.append("null")
     elif kind is bool:
         out.append("true" if obj else "false")
-    elif isinstance(obj, (int, float)):
+    elif kind is int or kind is float:
         number = round4(obj)
-        out.append(int.__repr__(number) if isinstance(number, int) else float.__repr__(number))
-    elif isinstance(obj, str):
-        out.append(_quote(obj))
-    elif isinstance(obj, dict):
-        _write(dict(obj), out, newline)
-    elif isinstance(obj, (list, tuple)):
-        _write(list(obj), out, newline)
+        out.append(int.__repr__(number) if type(number) is int else float.__repr__(number))
     else:
-        raise TypeError(f"not JSON-able: {type(obj).__name__}")
+        raise _Unusual

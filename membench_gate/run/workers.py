@@ -144,6 +144,7 @@ class Workers:
         if config.adapter_command is None:
             try:
                 for number in self.numbers[1:]:
+                    rpc.reap(number, every=False)
                     tmp, remove = self._tmp(number)
                     try:
                         self.waiting.append((number, config.start(worker_env(number, tmp)),
@@ -159,6 +160,7 @@ class Workers:
         return seal.worker_tmp(number) if self.private else (None, False)
 
     def _start(self, number: int) -> None:
+        rpc.reap(number, every=False)  # the last process of this number has ended
         tmp, remove = self._tmp(number)
         try:
             handshake = self.config.launch(worker_env(number, tmp))
@@ -251,7 +253,9 @@ class Workers:
             worker.process.shutdown(wait=False)
         ended, self.started = self.started, []
         for worker in ended:
-            rpc.let_exit(worker.process, partial(_remove, worker.tmp, worker.remove_tmp))
+            if not rpc.let_exit(worker.process, worker.number,
+                                partial(_remove, worker.tmp, worker.remove_tmp)):
+                self._stop(worker)  # sealed: its end sweeps the sandbox, here
 
     def kill(self) -> None:
         self.one_only()

@@ -9,6 +9,7 @@ back together as the runner does; the CLI tests run real adapter processes.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import time
@@ -194,6 +195,45 @@ def test_a_python_adapters_hosts_start_together_and_build_only_when_allowed(
         assert "1 worker instead of 3" in done.stderr
         for number in (2, 3):  # their hosts are gone
             assert not _alive(int((tmp_path / f"imported-{number}").read_text()))
+
+
+LINGERING = """
+import atexit, json, os, time
+from pathlib import Path
+from membench_gate.reference import ReferenceMemory
+
+LOG = Path(__file__).resolve().parent / "log"
+LOG.mkdir(exist_ok=True)
+(LOG / f"start-{os.getpid()}").write_text(json.dumps(time.time()))
+
+
+def _linger():  # tidies up after it answered shutdown: allowed, within the grace period
+    time.sleep(0.5)
+    (LOG / f"end-{os.getpid()}").write_text(json.dumps(time.time()))
+
+
+atexit.register(_linger)
+
+
+class Memory(ReferenceMemory):
+    pass
+"""
+
+
+def test_a_worker_number_is_never_two_live_processes_at_once(tmp_path: Path) -> None:
+    (tmp_path / "lingering.py").write_text(LINGERING, encoding="utf-8")
+    table = '[adapters.{0}]\npython = "lingering:Memory"\n'
+    (tmp_path / "membench.toml").write_text(
+        table.format("a") + table.format("b") + table.format("c") + SMALL, encoding="utf-8")
+    done = run_cli("run", "--out", "r.json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    log = tmp_path / "log"
+    spans = sorted((json.loads((log / f"start-{pid}").read_text()),
+                    json.loads((log / f"end-{pid}").read_text()))
+                   for pid in {p.name.split("-")[1] for p in log.iterdir()})
+    assert len(spans) == 3  # every process ended (after its grace), within the command
+    for (_, ended), (started, _) in itertools.pairwise(spans):
+        assert ended <= started, spans  # the next seam's worker 1 started after the last ended
 
 
 def _alive(pid: int) -> bool:

@@ -104,3 +104,27 @@ def test_a_real_results_file_is_written_byte_for_byte_as_the_standard_dump(tmp_p
 def test_a_number_that_cannot_be_written_is_named_by_its_path() -> None:
     with pytest.raises(NumberError, match=r"a\.b\[1\]"):
         canonical_dumps({"a": {"b": [1, float("inf")]}})
+
+
+class _Items(dict):
+    def items(self):  # type: ignore[override]
+        return [("x", 2)]
+
+
+@pytest.mark.parametrize("document", [
+    {1: float("nan"), "1": 0.5},          # a key that is not a string: normalized in order
+    {"b": float("inf"), "a": object()},  # the first problem in insertion order is the one named
+    _Items(x=1),                          # a subclass: read as the definition reads it
+    {True: 1, "z": [(1, 2)]},
+])
+def test_unusual_documents_are_written_or_refused_exactly_as_the_definition(
+        document: object) -> None:
+    try:
+        expected: object = _reference(document)
+    except Exception as exc:  # the definition's own error, compared below
+        expected = (type(exc), str(exc))
+    try:
+        actual: object = canonical_dumps(document)
+    except Exception as exc:
+        actual = (type(exc), str(exc))
+    assert actual == expected
