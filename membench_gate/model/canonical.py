@@ -90,6 +90,10 @@ def _write(obj: Any, out: list[str], newline: str) -> None:
         if not all(type(key) is str for key in obj):
             raise _Unusual
         inner = newline + _INDENT
+        if all(type(value) is str for value in obj.values()):  # item digests: one join
+            out.append("{" + inner + ("," + inner).join(
+                [_quote(key) + ": " + _quote(obj[key]) for key in sorted(obj)]) + newline + "}")
+            return
         first = True
         for key in sorted(obj):
             out.append(("{" if first else ",") + inner + _quote(key) + ": ")

@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
 from membench_gate.errors import GateError
 from membench_gate.model.results import validation_message
@@ -25,18 +25,29 @@ from membench_gate.suites.common.folders import FixtureFile, suite_files
 
 def parse_time(value: str, where: str) -> datetime:
     """ISO date or datetime → aware UTC datetime (naive values are taken as UTC)."""
+    parsed = _utc(value) if type(value) is str else _utc.__wrapped__(value)
+    if isinstance(parsed, str):
+        raise ValueError(f"{where}: {value!r} {parsed}")
+    return parsed
+
+
+@functools.lru_cache(maxsize=65536)
+def _utc(value: str) -> datetime | str:
+    """:func:`parse_time` of one text, or what is wrong with it. Corpora repeat their times (a
+    LongMemEval session's turns share one), and every one is parsed as its file is validated
+    and again as its record is built: each distinct text is parsed once (a datetime is
+    immutable, so sharing one is safe)."""
     try:
         parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError as exc:
-        raise ValueError(f"{where}: {value!r} is not an ISO date (YYYY-MM-DD)") from exc
+    except ValueError:
+        return "is not an ISO date (YYYY-MM-DD)"
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=timezone.utc)
     try:
         # 0001-01-01T00:00:00+14:00 is a valid ISO text whose UTC time is before year 1.
         return parsed.astimezone(timezone.utc)
-    except OverflowError as exc:
-        raise ValueError(f"{where}: {value!r} is out of the range of dates (years 1-9999 "
-                         "in UTC)") from exc
+    except OverflowError:
+        return "is out of the range of dates (years 1-9999 in UTC)"
 
 
 class Item(BaseModel):
@@ -103,6 +114,11 @@ def items_of(model: type[BaseModel], raw: Any, label: str, key: str = "id") -> l
     """A JSON array of ``model`` items, each validated; an error names the item by index and id."""
     if not isinstance(raw, list):
         raise GateError(f"{label}: expected a JSON array of items")
+    if len(raw) >= BATCH:
+        try:
+            return _list_of(model).validate_python(raw)
+        except ValueError:  # ValidationError is one: the loop below names the item
+            pass
     items = []
     for index, obj in enumerate(raw):
         ident = obj.get(key) if isinstance(obj, dict) else None
@@ -116,6 +132,51 @@ def items_of(model: type[BaseModel], raw: Any, label: str, key: str = "id") -> l
         except ValueError as exc:
             raise GateError(f"{where}: {exc}") from exc
     return items
+
+
+BATCH = 1000  # items from which a file is validated in one call (building that validator costs)
+
+
+@functools.cache
+def _list_of(model: type[BaseModel]) -> TypeAdapter[list[Any]]:
+    """A validator of a whole array of ``model`` items: the same checks as one
+    ``model_validate`` per item (an item that fails is looked for item by item, for the
+    message), without a Python call per item: a corpus of 100,000 turns took 1.4 s that way,
+    0.85 s this way."""
+    return TypeAdapter(list[model])  # type: ignore[valid-type]
+
+
+def dump(item: BaseModel) -> dict[str, Any]:
+    """``item.model_dump(exclude_none=True)``, what an item's digest covers, without pydantic's
+    serializer for a model that dumps its fields as they are, when they hold plain values
+    (strings, numbers, booleans, lists of strings): the digests of a 100,000-turn corpus spent
+    a third of their time in it."""
+    if not _dumps_as_is(type(item)):
+        return item.model_dump(exclude_none=True)
+    out: dict[str, Any] = {}
+    for key, value in item.__dict__.items():
+        kind = type(value)
+        if kind in _AS_IS:
+            if value is not None:
+                out[key] = value
+        elif kind is list and all(type(v) is str for v in value):
+            out[key] = list(value)
+        else:  # a nested model, a tuple, a date: pydantic's own dump
+            return item.model_dump(exclude_none=True)
+    return out
+
+
+_AS_IS = frozenset((str, int, float, bool, type(None)))
+
+
+@functools.cache
+def _dumps_as_is(model: type[BaseModel]) -> bool:
+    """Whether ``model``'s dump is its fields' values: no computed or excluded field, no
+    serializer, no extra fields kept."""
+    decorators = model.__pydantic_decorators__
+    return not (model.model_computed_fields or decorators.field_serializers
+                or decorators.model_serializers or model.model_config.get("extra") == "allow"
+                or any(f.exclude for f in model.model_fields.values()))
 
 
 def unique(ids: Iterable[tuple[str, str]], what: str) -> None:

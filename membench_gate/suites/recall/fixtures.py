@@ -13,6 +13,7 @@ from membench_gate.model.measurement import digest
 from membench_gate.suites.common.fixtures import (
     Item,
     SuiteFixtures,
+    dump,
     iso_date,
     load_array,
     unique,
@@ -108,10 +109,10 @@ def validate(fx: Fixtures, include_holdout: bool) -> None:
                 raise fail(f"gold session {outside[0]!r} is not in its haystack")
         if include_holdout or not (query.holdout or any(g.holdout for g in gold_items)):
             fx.digests[query.id] = digest({
-                "query": query.model_dump(exclude_none=True),
-                "gold": [g.model_dump(exclude_none=True) for g in gold_items],
+                "query": dump(query),
+                "gold": [dump(g) for g in gold_items],
             })
     if not include_holdout:
         fx.history = [c for c in fx.history if not c.holdout]
-    fx.corpus = {c.id: digest(c.model_dump(exclude_none=True)) for c in fx.history}
+    fx.corpus = {c.id: digest(dump(c)) for c in fx.history}
 

@@ -7,6 +7,8 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from membench_gate.model.measurement import canonical_bytes, file_digest, fixtures_hash
 
@@ -70,3 +72,62 @@ def test_the_hash_is_a_sha256_and_file_digests_are_too() -> None:
     for digest in (BASE, file_digest(FACTS)):
         assert len(digest) == 64 and set(digest) <= set("0123456789abcdef")
     assert fixtures_hash(False, suites()) == BASE  # the same measurement, the same hash
+
+
+def _definition(data: Any) -> bytes:
+    """What a fixture's canonical bytes are defined as."""
+    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+_scalars = st.one_of(
+    st.none(), st.booleans(), st.integers(min_value=-(2**80), max_value=2**80),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(alphabet=st.characters(exclude_categories=("Cs",)), max_size=12),
+)
+_documents = st.recursive(
+    _scalars,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4),
+        st.tuples(inner, inner),
+        st.dictionaries(st.text(max_size=6), inner, max_size=5),
+    ),
+    max_leaves=30,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_documents)
+def test_canonical_bytes_are_the_standard_compact_dump_byte_for_byte(document: Any) -> None:
+    assert canonical_bytes(document) == _definition(document)
+
+
+def test_every_character_is_escaped_as_the_standard_library_escapes_it() -> None:
+    text = "".join(chr(c) for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF)
+    document = {text[:4096]: [text], "k": {"z": text[-70:], "a": text[:40]}}
+    assert canonical_bytes(document) == _definition(document)
+    # A control: the fast path is what runs (a key order it got wrong would differ).
+    assert canonical_bytes({"b": 1, "a": 2}) == b'{"a":2,"b":1}'
+
+
+class _Str(str):
+    pass
+
+
+@pytest.mark.parametrize("document", [
+    {1: "x", "1": "y"},              # keys that are not strings
+    {1: 2, "a": 3},                  # mixed key types: the definition's own TypeError
+    "\ud800",                        # a lone surrogate: the definition's UnicodeEncodeError
+    {"a": _Str("s")},                # a subclass
+    [1.5, 1e16, -0.0, 5e-324],       # floats: the standard library's repr
+    {"a": object()},
+])
+def test_unusual_values_hash_or_fail_exactly_as_the_definition(document: Any) -> None:
+    try:
+        expected: object = _definition(document)
+    except Exception as exc:
+        expected = (type(exc), str(exc))
+    try:
+        actual: object = canonical_bytes(document)
+    except Exception as exc:
+        actual = (type(exc), str(exc))
+    assert actual == expected
