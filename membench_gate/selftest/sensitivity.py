@@ -26,6 +26,7 @@ import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
+from typing import TYPE_CHECKING
 
 from membench_gate.budget import OutOfTime
 from membench_gate.config import Config
@@ -35,9 +36,12 @@ from membench_gate.gate.rules import decide
 from membench_gate.model import metrics
 from membench_gate.model.results import Baseline
 from membench_gate.model.selftest import MutantResult, SelftestReport
-from membench_gate.run.runner import run
+from membench_gate.run.runner import load_fixtures, run
 from membench_gate.selftest.mutants import MUTANTS, Mutant
 from membench_gate.selftest.null import null_comparisons
+
+if TYPE_CHECKING:
+    from membench_gate.suites.common.fixtures import SuiteFixtures
 
 _BREACHING = ("metric", "metric-missing", "zero")
 _WHOLE_CELL = "stochastic-regression"  # covers every gated metric of its cell
@@ -108,14 +112,17 @@ def _runs(config: Config, mutants: Sequence[type[Mutant]], log: bool
     ``config.workers`` at a time otherwise, each in a slot of its own, once the unmutated run
     (alone) showed that the adapter allows several processes (``capabilities.workers``)."""
     total = len(mutants)
+    # The fixtures are read and validated once, before any run: every run measures with the same
+    # items (a run never changes them), and a corpus of 100,000 turns takes seconds to load.
+    loaded = load_fixtures(config)
     if config.workers == 1:
-        return [partial(_one, config, wrap, position, total, log, None)
+        return [partial(_one, config, wrap, position, total, log, None, loaded)
                 for position, wrap in enumerate([None, *mutants])], lambda: None
     single = config.with_workers(1)
     allowed: list[bool] = []
-    base = _one(single, None, 0, total, log, 1, lambda _seam, ok: allowed.append(ok))
+    base = _one(single, None, 0, total, log, 1, loaded, lambda _seam, ok: allowed.append(ok))
     if not all(allowed):  # one shared store: the mutants one after the other, as one worker
-        return [lambda: base, *(partial(_one, config, mutant, position, total, log, None)
+        return [lambda: base, *(partial(_one, config, mutant, position, total, log, None, loaded)
                                 for position, mutant in enumerate(mutants, 1))], lambda: None
     slots = list(range(config.workers, 0, -1))  # free worker numbers, the lowest taken first
     lock = threading.Lock()
@@ -124,7 +131,7 @@ def _runs(config: Config, mutants: Sequence[type[Mutant]], log: bool
         with lock:
             slot = slots.pop()
         try:
-            return _one(single, mutant, position, total, log, slot)
+            return _one(single, mutant, position, total, log, slot, loaded)
         finally:
             with lock:
                 slots.append(slot)
@@ -137,7 +144,8 @@ def _runs(config: Config, mutants: Sequence[type[Mutant]], log: bool
 
 
 def _one(config: Config, mutant: type[Mutant] | None, position: int, total: int, log: bool,
-         slot: int | None, on_start: Callable[[str, bool], None] | None = None) -> Baseline:
+         slot: int | None, loaded: tuple[str, dict[str, SuiteFixtures]],
+         on_start: Callable[[str, bool], None] | None = None) -> Baseline:
     """One run of the selftest: the unmutated one (``mutant`` None) or a mutant's, as worker
     ``slot`` beside the others' runs (None: alone, with the config's workers)."""
     if log and mutant is not None:
@@ -145,8 +153,8 @@ def _one(config: Config, mutant: type[Mutant] | None, position: int, total: int,
         print(f"selftest: mutant {position}/{total} {mutant.name}{where}", file=sys.stderr,
               flush=True)
     if slot is None:
-        return run(config, wrap=mutant).to_baseline()
-    return run(config, wrap=mutant, first_worker=slot, alongside=True,
+        return run(config, wrap=mutant, preloaded=loaded).to_baseline()
+    return run(config, wrap=mutant, preloaded=loaded, first_worker=slot, alongside=True,
                on_start=on_start).to_baseline()
 
 
