@@ -24,6 +24,7 @@ from membench_gate.suites.common.suite import Progress, Suite, SuiteRun
 
 if TYPE_CHECKING:  # a check of a results file loads fixtures, never an adapter
     from membench_gate.adapter import rpc
+    from membench_gate.run.workers import Kept
     from membench_gate.suites.common.options import SuiteOptions
 
 
@@ -154,7 +155,8 @@ def run(config: Config, progress: Progress | None = None,
         shard: Shard | None = None,
         preloaded: tuple[str, dict[str, SuiteFixtures]] | None = None,
         first_worker: int = 1, alongside: bool = False,
-        on_start: Callable[[str, bool], None] | None = None) -> Results:
+        on_start: Callable[[str, bool], None] | None = None,
+        kept: Kept | None = None) -> Results:
     """Run every enabled suite of ``config`` against its adapter, in the adapter's own process
     (with seams, against each seam's adapter in turn, its cells named ``<seam>/<cell>``).
 
@@ -170,7 +172,8 @@ def run(config: Config, progress: Progress | None = None,
     folder of its own. The results do not depend on either. ``on_start(seam, allowed)`` is told,
     for each adapter once its first worker answered ``initialize``, whether it allows several
     processes (``capabilities.workers``): what a caller waits for before it starts another run
-    of the same adapter beside this one."""
+    of the same adapter beside this one. With ``kept`` (:class:`~membench_gate.run.workers.Kept`)
+    a run goes on in the processes an earlier run left there, and leaves its own."""
     started = datetime.now(timezone.utc)
     clock = time.perf_counter()
     digest, loaded = preloaded or load_fixtures(config)
@@ -187,7 +190,8 @@ def run(config: Config, progress: Progress | None = None,
     for seam, adapter in config.by_seam():
         try:
             name = _run_adapter(adapter, loaded, seam, progress, wrap, shard, llm,
-                                (cells, items, digests), (first_worker, alongside), on_start)
+                                (cells, items, digests), (first_worker, alongside), on_start,
+                                kept)
         except GateError as exc:
             if seam:  # the same error (its kind, exit code and detail), saying whose it is
                 exc.args = (f"seam {seam}: {exc}",)
@@ -218,10 +222,12 @@ def _run_adapter(config: Config, loaded: dict[str, SuiteFixtures], seam: str,
                  shard: Shard | None, llm: Any,
                  into: tuple[dict[str, Cell], dict[str, Any], dict[str, dict[str, str]]],
                  numbering: tuple[int, bool] = (1, False),
-                 on_start: Callable[[str, bool], None] | None = None) -> str:
+                 on_start: Callable[[str, bool], None] | None = None,
+                 kept: Kept | None = None) -> str:
     """Every suite of ``loaded`` against ``config``'s one adapter, in its workers, its cells and
     items put ``into`` (cells, items, digests) under ``seam``; the adapter's name. ``numbering``
-    is the first worker's number and whether other runs go on alongside."""
+    is the first worker's number and whether other runs go on alongside; with ``kept``, a
+    worker's process is taken from it, and every worker's given back to it after the run."""
     from membench_gate.run import workers as pool
 
     cells, items, digests = into
@@ -230,7 +236,10 @@ def _run_adapter(config: Config, loaded: dict[str, SuiteFixtures], seam: str,
     live = [name for name in loaded if get(name).live]  # one LLM client: run whole in worker 1
     count = pool.useful(scored, config.workers, live)
     first, alongside = numbering
-    processes = pool.Workers(config, range(first, first + count), alongside or count > 1)
+    processes = kept.take(seam, first, count) if kept is not None else None
+    if processes is None:
+        processes = pool.Workers(config, range(first, first + count), alongside or count > 1)
+    handed = False
     try:
         client = processes.first.client
         for name in loaded:  # what a suite needs of the adapter, before any suite runs
@@ -266,9 +275,14 @@ def _run_adapter(config: Config, loaded: dict[str, SuiteFixtures], seam: str,
                 digests[named] = cell_digests(fixtures, outcome.items[cell_name])
             items.update({join(seam, cell_name): records
                           for cell_name, records in outcome.items.items()})
-        processes.shutdown()
+        if kept is not None:
+            kept.give(seam, processes)  # the next run of each worker number goes on in it
+            handed = True
+        else:
+            processes.shutdown()
     finally:
-        processes.kill()
+        if not handed:
+            processes.kill()
     return client.name
 
 

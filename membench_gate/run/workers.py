@@ -131,7 +131,8 @@ class Workers:
     """The adapter processes of one adapter: ``numbers`` (1-based, each a ``MEMBENCH_WORKER``),
     with temp folders of their own when ``private`` (more than one process runs at once)."""
 
-    def __init__(self, config: Config, numbers: Sequence[int], private: bool) -> None:
+    def __init__(self, config: Config, numbers: Sequence[int], private: bool,
+                 holding: Worker | None = None) -> None:
         self.config = config
         self.numbers, self.private = list(numbers), private
         self.started: list[Worker] = []
@@ -140,6 +141,9 @@ class Workers:
         self.waiting: list[tuple[int, AdapterProcess, Path | None, bool]] = []
         self._failed: tuple[Worker, BaseException] | None = None
         self._lock = threading.Lock()
+        if holding is not None:  # one worker another run started (:class:`Kept`)
+            self.started.append(holding)
+            return
         self._start(self.numbers[0])
         if config.adapter_command is None:
             try:
@@ -267,6 +271,52 @@ class Workers:
         if worker.tmp is not None and worker.remove_tmp:
             shutil.rmtree(worker.tmp, ignore_errors=True)
             worker.tmp = None
+
+
+class Kept:
+    """Adapter processes kept from one run for the next run of the same worker number (a
+    selftest's runs, docs/selftest.md): a process initialized once serves run after run, each
+    of whose suites begins with ``reset`` as every suite does. Only the processes of a run that
+    ended well are kept, each under its worker number; those of a run that failed are killed
+    as always, and one that has exited since is replaced by a new one. Thread-safe: the runs of
+    several slots use it at once."""
+
+    def __init__(self) -> None:
+        self._held: dict[tuple[str, int], Workers] = {}
+        self._lock = threading.Lock()
+
+    def take(self, seam: str, number: int, count: int) -> Workers | None:
+        """The live process kept for worker ``number`` of ``seam``'s adapter, if any, for a run
+        of ``count`` workers: one, or more of an adapter that allows only one."""
+        with self._lock:
+            workers = self._held.get((seam, number))
+            if workers is None or (count > 1 and workers.first.client.capabilities.workers):
+                return None
+            del self._held[(seam, number)]
+        process = workers.first.process
+        if not process.alive or process.proc.poll() is not None:  # it exited since
+            workers.kill()
+            return None
+        return workers
+
+    def give(self, seam: str, workers: Workers) -> None:
+        """Keep each of ``workers``' processes for the next run of its worker number."""
+        with self._lock:
+            for worker in workers.started:
+                self._held[(seam, worker.number)] = Workers(
+                    workers.config, [worker.number], workers.private, holding=worker)
+            workers.started = []
+
+    def close(self, ok: bool = True) -> None:
+        """``shutdown`` to every kept process (``ok``), or kill them all (after an error)."""
+        with self._lock:
+            held, self._held = list(self._held.values()), {}
+        try:
+            for workers in held if ok else ():
+                workers.shutdown()
+        finally:
+            for workers in held:
+                workers.kill()
 
 
 def _remove(tmp: Path | None, remove: bool) -> None:

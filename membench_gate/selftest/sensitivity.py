@@ -13,10 +13,16 @@ A stochastic cell (a suite with repeats) is gated as a whole by the statistical 
 null comparisons (:mod:`membench_gate.selftest.null`), and a false-alarm rate above alpha beyond
 its sampling error fails the selftest too.
 
-With ``workers = N`` (or ``--jobs N``) the unmutated run goes first, then the mutants' runs N at a
-time, each a run of one adapter process numbered by its slot (``MEMBENCH_WORKER``, a temp folder
-of its own): a mutant's run is the same run whatever else goes on beside it. An adapter that
-declares ``capabilities.workers: false`` has its mutants run one after the other.
+With ``workers = N`` (or ``--jobs N``) the unmutated run goes first, in N workers, then the
+mutants' runs N at a time, each in the adapter process of its slot (``MEMBENCH_WORKER``, a temp
+folder of its own): a mutant's run is the same run whatever else goes on beside it. An adapter
+that declares ``capabilities.workers: false`` has its mutants run one after the other.
+
+The fixtures are loaded once, and each worker number's process serves run after run
+(:class:`~membench_gate.run.workers.Kept`): a mutant wraps only the gate's side of the session and
+every suite begins with ``reset``, so a memory that keeps the contract is asked in a kept process
+what a new one would be asked, without its start-up each time. A run that fails stops its
+process, and the next run of that slot starts a new one (docs/selftest.md).
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ from membench_gate.model import metrics
 from membench_gate.model.results import Baseline
 from membench_gate.model.selftest import MutantResult, SelftestReport
 from membench_gate.run.runner import load_fixtures, run
+from membench_gate.run.workers import Kept
 from membench_gate.selftest.mutants import MUTANTS, Mutant
 from membench_gate.selftest.null import null_comparisons
 
@@ -68,11 +75,18 @@ def selftest(config: Config, mutants: Sequence[type[Mutant]] = MUTANTS,
              log: bool = True, alpha: float = DEFAULT_ALPHA) -> SelftestReport:
     """Run the unmutated suites and every mutant; judge each mutated run with the gate (at
     ``alpha``, the config's, for stochastic cells)."""
-    outcomes, cancel = _runs(config, mutants, log)
+    kept = Kept()  # each worker number's adapter process, from one run to the next
     try:
-        return _judged(outcomes, mutants, alpha)
-    finally:
-        cancel()  # after an error: the runs not begun never start, the others end first
+        outcomes, cancel = _runs(config, mutants, log, kept)
+        try:
+            report = _judged(outcomes, mutants, alpha)
+        finally:
+            cancel()  # after an error: the runs not begun never start, the others end first
+    except BaseException:
+        kept.close(ok=False)
+        raise
+    kept.close()
+    return report
 
 
 def _judged(outcomes: Sequence[Callable[[], Baseline]], mutants: Sequence[type[Mutant]],
@@ -105,7 +119,7 @@ def _judged(outcomes: Sequence[Callable[[], Baseline]], mutants: Sequence[type[M
                           null=null_comparisons(base, runs, alpha))
 
 
-def _runs(config: Config, mutants: Sequence[type[Mutant]], log: bool
+def _runs(config: Config, mutants: Sequence[type[Mutant]], log: bool, kept: Kept
           ) -> tuple[list[Callable[[], Baseline]], Callable[[], None]]:
     """The unmutated run, then each mutant's, as calls giving its baseline (or raising its
     error), and what cancels the runs not begun: one after the other with one worker;
@@ -116,13 +130,17 @@ def _runs(config: Config, mutants: Sequence[type[Mutant]], log: bool
     # items (a run never changes them), and a corpus of 100,000 turns takes seconds to load.
     loaded = load_fixtures(config)
     if config.workers == 1:
-        return [partial(_one, config, wrap, position, total, log, None, loaded)
+        return [partial(_one, config, wrap, position, total, log, None, loaded, kept)
                 for position, wrap in enumerate([None, *mutants])], lambda: None
     single = config.with_workers(1)
     allowed: list[bool] = []
-    base = _one(single, None, 0, total, log, 1, loaded, lambda _seam, ok: allowed.append(ok))
+    # The unmutated run in every worker (the same results as in one): each worker number's
+    # process is then kept for its slot's mutants.
+    base = _one(config, None, 0, total, log, 1, loaded, kept,
+                lambda _seam, ok: allowed.append(ok))
     if not all(allowed):  # one shared store: the mutants one after the other, as one worker
-        return [lambda: base, *(partial(_one, config, mutant, position, total, log, None, loaded)
+        return [lambda: base, *(partial(_one, config, mutant, position, total, log, None, loaded,
+                                        kept)
                                 for position, mutant in enumerate(mutants, 1))], lambda: None
     slots = list(range(config.workers, 0, -1))  # free worker numbers, the lowest taken first
     lock = threading.Lock()
@@ -131,7 +149,7 @@ def _runs(config: Config, mutants: Sequence[type[Mutant]], log: bool
         with lock:
             slot = slots.pop()
         try:
-            return _one(single, mutant, position, total, log, slot, loaded)
+            return _one(single, mutant, position, total, log, slot, loaded, kept)
         finally:
             with lock:
                 slots.append(slot)
@@ -144,7 +162,7 @@ def _runs(config: Config, mutants: Sequence[type[Mutant]], log: bool
 
 
 def _one(config: Config, mutant: type[Mutant] | None, position: int, total: int, log: bool,
-         slot: int | None, loaded: tuple[str, dict[str, SuiteFixtures]],
+         slot: int | None, loaded: tuple[str, dict[str, SuiteFixtures]], kept: Kept,
          on_start: Callable[[str, bool], None] | None = None) -> Baseline:
     """One run of the selftest: the unmutated one (``mutant`` None) or a mutant's, as worker
     ``slot`` beside the others' runs (None: alone, with the config's workers)."""
@@ -153,9 +171,9 @@ def _one(config: Config, mutant: type[Mutant] | None, position: int, total: int,
         print(f"selftest: mutant {position}/{total} {mutant.name}{where}", file=sys.stderr,
               flush=True)
     if slot is None:
-        return run(config, wrap=mutant, preloaded=loaded).to_baseline()
+        return run(config, wrap=mutant, preloaded=loaded, kept=kept).to_baseline()
     return run(config, wrap=mutant, preloaded=loaded, first_worker=slot, alongside=True,
-               on_start=on_start).to_baseline()
+               on_start=on_start, kept=kept).to_baseline()
 
 
 def _metric_value(baseline: Baseline, key: str) -> tuple[str, float]:

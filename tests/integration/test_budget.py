@@ -31,26 +31,31 @@ class Hanging(ReferenceMemory):
         time.sleep(3600)
 '''
 
-# The reference memory on its first start; from its second start on (the selftest's mutants
-# start it again), it never answers a search.
+# The reference memory for the selftest's first (unmutated) run; from its second run on (the
+# mutants', in the same process or another), it never answers a search. The veto suite resets
+# once per run.
 HANGS_LATER = '''\
 import time
 from pathlib import Path
 
 from membench_gate.reference import ReferenceMemory
 
-STARTS = Path(__file__).with_name("starts")
+RESETS = Path(__file__).with_name("resets")
 
 
 class HangsLater(ReferenceMemory):
     def __init__(self, **options):
         super().__init__(**options)
-        with STARTS.open("a") as handle:
-            handle.write("x")
-        self.hang = len(STARTS.read_text()) > 1
+        self.built = True  # (a reset while it is built is not a run's)
+
+    def reset(self):
+        if getattr(self, "built", False):
+            with RESETS.open("a") as handle:
+                handle.write("x")
+        super().reset()
 
     def search(self, query):
-        if self.hang:
+        if len(RESETS.read_text()) > 1:
             time.sleep(3600)
         return super().search(query)
 '''

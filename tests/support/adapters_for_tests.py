@@ -21,6 +21,10 @@ as a user's memory system does (``adapter.python = "adapters_for_tests:Oracle"``
   ``workers = False``. :class:`SharedFileStore` keeps every record in one file all its processes
   share (a shared on-disk store). :class:`CrashInWorkerOne` crashes on its third search in worker
   1 (two seconds into it) and, in the other workers, takes ``hang`` seconds per search.
+- :class:`StartLog` is the reference memory that appends its worker's number and pid to
+  ``<log>/starts.jsonl`` when built (one line per adapter object, so per process);
+  :class:`DiesInItsSecondRun` the same, exiting at once on the search after its first ``searches``
+  (one run's worth): a memory that cannot serve a second run in one process.
 """
 
 from __future__ import annotations
@@ -294,4 +298,28 @@ class CrashInWorkerOne(WorkerProbe):
             os._exit(3)
         if not self.first:
             time.sleep(self.hang)
+        return super().search(query)
+
+
+class StartLog(ReferenceMemory):
+    """The reference memory, logging one line per object built: ``<log>/starts.jsonl``."""
+
+    def __init__(self, log: str = ".", **options: Any) -> None:
+        super().__init__(**options)
+        with Path(log, "starts.jsonl").open("a", encoding="utf-8") as handle:
+            handle.write(json.dumps({"worker": os.environ.get("MEMBENCH_WORKER"),
+                                     "pid": os.getpid()}) + "\n")
+
+
+class DiesInItsSecondRun(StartLog):
+    """A :class:`StartLog` that exits (status 3) on its search number ``searches + 1``."""
+
+    def __init__(self, searches: int = 1, **options: Any) -> None:
+        super().__init__(**options)
+        self.allowed, self.searches = searches, 0
+
+    def search(self, query: Query) -> Answer:
+        self.searches += 1
+        if self.searches > self.allowed:
+            os._exit(3)
         return super().search(query)

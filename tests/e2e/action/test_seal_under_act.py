@@ -242,8 +242,9 @@ def test_an_attacking_pull_request_reaches_nothing_sealed(world: World) -> None:
     assert (run.outputs["OUT_VERDICT"], run.outputs["OUT_EXIT_CODE"]) == ("regression", "1")
     assert run.outputs["OUT_ISOLATION"] == "sealed"
     assert run.report.startswith("## membench-gate: ❌ REGRESSION"), run.report[:200]
-    # The selftest's mutants ran sealed too: an adapter process each, the sandbox user's.
-    assert len({f["pid"] for f in run.found("start") if f["role"] == "host"}) > 10
+    # The selftest's runs went on sealed too: its adapter processes (one per worker, each
+    # serving run after run) are the sandbox user's, as the check's are.
+    assert len({f["pid"] for f in run.found("start") if f["role"] == "host"}) >= 2
     # Nothing of the sandbox user outlived the step.
     assert not _survivors(run), _survivors(run)
     assert not [line for line in run.ps.splitlines() if line.split()[0] == str(sandbox_uid)]
