@@ -1,6 +1,9 @@
 """Benchmark adapter workers: the same runs with one adapter process and with several.
 
-    python benchmarks/bench_workers.py [--repeat 3] [--questions 60]
+    python benchmarks/bench_workers.py [--repeat 3] [--questions 60] [--sessions 40] [--words 100]
+
+(``--questions 500 --sessions 50 --words 120`` is ``bench_longmemeval.py``'s full LongMemEval
+``_s`` shape: 116,000 turns.)
 
 Four comparisons, each run side by side (interleaved, after a warm-up: ``sidebyside.py``) so both
 sides saw the same load, and summarised as the ratio of median wall times, N workers to one:
@@ -11,7 +14,8 @@ sides saw the same load, and summarised as the ratio of median wall times, N wor
 2. the reference memory on the built-in suites (this repository's ``membench.toml``): ``--jobs 2``
    against one (goal ≤ 0.65× on two cores);
 3. a LongMemEval-shaped recall run (``bench_longmemeval.py``'s synthesizer, ``--questions``
-   questions of their own haystacks, imported once, not timed): ``--jobs 2`` (goal ≤ 0.6×);
+   questions of ``--sessions`` sessions of their own, 4.6 turns of ``--words`` words each,
+   imported once, not timed): ``--jobs 2`` (goal ≤ 0.6×);
 4. ``selftest`` of the built-in veto and recall suites: ``--jobs 2`` (goal ≤ 0.6×).
 
 Each case is timed twice. *The command* is the CLI in a subprocess, interpreter start-up, fixture
@@ -171,8 +175,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--questions", type=int, default=60)
+    parser.add_argument("--sessions", type=int, default=40, help="sessions per haystack")
+    parser.add_argument("--words", type=int, default=100, help="mean words per turn")
     parser.add_argument("--sleepy", type=int, default=1200,
                         help="haystacks of the sleep-bound run")
+    parser.add_argument("--cases", default="1,2,3,4",
+                        help="which comparisons to run (their numbers above, comma-separated)")
     args = parser.parse_args()
     if not Path("/proc/self/status").exists():
         sys.exit("bench_workers.py samples memory from /proc: run it on Linux")
@@ -191,7 +199,7 @@ def main() -> None:
             encoding="utf-8")
         lme = work / "lme"
         lme.mkdir()
-        synthesize(lme / "source.json", args.questions, 40, 4.6, 100)
+        synthesize(lme / "source.json", args.questions, args.sessions, 4.6, args.words)
         subprocess.run(_gate("import", "longmemeval", "source.json", "--out", "fx"), cwd=lme,
                        env=env, check=True, capture_output=True)
         (lme / "membench.toml").write_text(
@@ -211,6 +219,8 @@ def main() -> None:
             (f"LongMemEval-shaped recall ({args.questions} haystacks)", lme, 2, 0.60, ["run"]),
             ("selftest, veto + recall", selftest, 2, 0.60, ["selftest"]),
         ]
+        chosen = {int(number) for number in args.cases.split(",")}
+        cases = [case for number, case in enumerate(cases, 1) if number in chosen]
         memory: list[tuple[str, int, float, float]] = []
         for title, cwd, jobs, goal, command in cases:
             one, many = f"{command[0]} --jobs 1", f"{command[0]} --jobs {jobs}"

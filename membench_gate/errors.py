@@ -61,6 +61,17 @@ def describe(exc: BaseException) -> str:
     return visible(_failure(exc))
 
 
+def _stopped_by(exc: BaseException) -> BaseException | None:
+    """The interrupt or the signal an error was raised while handling, if any."""
+    seen = 0
+    cause = exc.__cause__ or exc.__context__
+    while cause is not None and seen < 32:
+        if isinstance(cause, KeyboardInterrupt):  # Terminated is one
+            return cause
+        cause, seen = cause.__cause__ or cause.__context__, seen + 1
+    return None
+
+
 def _failure(exc: BaseException) -> str:
     if isinstance(exc, GateError):
         return str(exc)
@@ -68,6 +79,9 @@ def _failure(exc: BaseException) -> str:
         return f"terminated ({exc.name})"
     if isinstance(exc, KeyboardInterrupt):
         return "interrupted"
+    stopped = _stopped_by(exc)
+    if stopped is not None:  # a signal that landed inside a library, which raised its own error
+        return _failure(stopped)
     import traceback  # only on a failure: start-up stays lean
 
     where = ""

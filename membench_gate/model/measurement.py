@@ -37,7 +37,8 @@ class _Unusual(Exception):
     """A value the fast path leaves to the definition."""
 
 
-_PLAIN = (str, int, bool, type(None))  # exact types (a subclass or an enum is not plain)
+_PLAIN = (str, bool, type(None))  # exact types (a subclass or an enum is not plain)
+_INT_LIMIT = 2**64  # integers beyond: the definition (which also refuses one of 4,300 digits)
 
 
 def _sorted(value: Any) -> Any:
@@ -55,7 +56,7 @@ def _sorted(value: Any) -> Any:
         return out
     if kind is list or kind is tuple:
         return [item if type(item) in _PLAIN else _sorted(item) for item in value]
-    if kind in _PLAIN:
+    if kind in _PLAIN or (kind is int and -_INT_LIMIT < value < _INT_LIMIT):
         return value
     raise _Unusual
 

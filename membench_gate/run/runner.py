@@ -236,9 +236,12 @@ def _run_adapter(config: Config, loaded: dict[str, SuiteFixtures], seam: str,
     live = [name for name in loaded if get(name).live]  # one LLM client: run whole in worker 1
     count = pool.useful(scored, config.workers, live)
     first, alongside = numbering
-    processes = kept.take(seam, first, count) if kept is not None else None
+    numbers, private = range(first, first + count), alongside or count > 1
+    processes = kept.take(config, seam, numbers, private) if kept is not None else None
     if processes is None:
-        processes = pool.Workers(config, range(first, first + count), alongside or count > 1)
+        processes = pool.Workers(config, numbers, private)
+        if kept is not None:
+            kept.lend(processes)  # (refused, and stopped, once the selftest has stopped)
     handed = False
     try:
         client = processes.first.client
@@ -282,6 +285,8 @@ def _run_adapter(config: Config, loaded: dict[str, SuiteFixtures], seam: str,
             processes.shutdown()
     finally:
         if not handed:
+            if kept is not None:
+                kept.forget(processes)
             processes.kill()
     return client.name
 

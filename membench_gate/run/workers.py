@@ -132,7 +132,7 @@ class Workers:
     with temp folders of their own when ``private`` (more than one process runs at once)."""
 
     def __init__(self, config: Config, numbers: Sequence[int], private: bool,
-                 holding: Worker | None = None) -> None:
+                 holding: Sequence[Worker] = ()) -> None:
         self.config = config
         self.numbers, self.private = list(numbers), private
         self.started: list[Worker] = []
@@ -141,8 +141,8 @@ class Workers:
         self.waiting: list[tuple[int, AdapterProcess, Path | None, bool]] = []
         self._failed: tuple[Worker, BaseException] | None = None
         self._lock = threading.Lock()
-        if holding is not None:  # one worker another run started (:class:`Kept`)
-            self.started.append(holding)
+        if holding:  # workers another run started (:class:`Kept`)
+            self.started += holding
             return
         self._start(self.numbers[0])
         if config.adapter_command is None:
@@ -274,49 +274,102 @@ class Workers:
 
 
 class Kept:
-    """Adapter processes kept from one run for the next run of the same worker number (a
+    """Adapter processes kept from one run for the next run of the same worker numbers (a
     selftest's runs, docs/selftest.md): a process initialized once serves run after run, each
     of whose suites begins with ``reset`` as every suite does. Only the processes of a run that
     ended well are kept, each under its worker number; those of a run that failed are killed
-    as always, and one that has exited since is replaced by a new one. Thread-safe: the runs of
-    several slots use it at once."""
+    as always, and one that has exited since is replaced by a new one. The processes a run is
+    using are *lent*: :meth:`close` after an error interrupts them, so the runs in flight end at
+    once, and a run that starts after it is refused. Thread-safe: several slots' runs use it."""
 
     def __init__(self) -> None:
-        self._held: dict[tuple[str, int], Workers] = {}
+        self._held: dict[tuple[str, int], Workers] = {}  # each holds one worker
+        self._lent: list[Workers] = []
+        self._closed = False
         self._lock = threading.Lock()
 
-    def take(self, seam: str, number: int, count: int) -> Workers | None:
-        """The live process kept for worker ``number`` of ``seam``'s adapter, if any, for a run
-        of ``count`` workers: one, or more of an adapter that allows only one."""
+    def take(self, config: Config, seam: str, numbers: Sequence[int], private: bool
+             ) -> Workers | None:
+        """The processes kept for ``numbers`` of ``seam``'s adapter, lent to a run, when they
+        can serve it: every number's, or the first's alone for an adapter that allows only one
+        process. Else None, and what was kept for those numbers is stopped (a worker number is
+        never two live processes at once)."""
         with self._lock:
-            workers = self._held.get((seam, number))
-            if workers is None or (count > 1 and workers.first.client.capabilities.workers):
-                return None
-            del self._held[(seam, number)]
-        process = workers.first.process
-        if not process.alive or process.proc.poll() is not None:  # it exited since
-            workers.kill()
+            self._refuse_if_closed()
+            held = [self._held.pop((seam, n)) for n in numbers if (seam, n) in self._held]
+        workers = [one.first for one in held]
+        usable = bool(held) and all(_running(worker) for worker in workers) and (
+            len(held) == len(numbers)
+            or (workers[0].number == numbers[0] and not workers[0].client.capabilities.workers))
+        if not usable:
+            for one in held:
+                one.shutdown()
             return None
-        return workers
+        taken = Workers(config, list(numbers[:len(held)]), private, holding=workers)
+        self.lend(taken)
+        return taken
+
+    def lend(self, workers: Workers) -> None:
+        """Count ``workers`` as in use by a run; once closed they are killed and refused."""
+        with self._lock:
+            if not self._closed:
+                if all(w is not workers for w in self._lent):
+                    self._lent.append(workers)
+                return
+        workers.kill()
+        self._refuse_if_closed()
 
     def give(self, seam: str, workers: Workers) -> None:
-        """Keep each of ``workers``' processes for the next run of its worker number."""
+        """Keep each of ``workers``' processes for the next run of its worker number (after
+        :meth:`close`, they are stopped instead)."""
+        replaced: list[Workers] = []
         with self._lock:
-            for worker in workers.started:
-                self._held[(seam, worker.number)] = Workers(
-                    workers.config, [worker.number], workers.private, holding=worker)
-            workers.started = []
+            self._lent = [w for w in self._lent if w is not workers]
+            if not self._closed:
+                for worker in workers.started:
+                    old = self._held.pop((seam, worker.number), None)
+                    if old is not None:
+                        replaced.append(old)
+                    self._held[(seam, worker.number)] = Workers(
+                        workers.config, [worker.number], workers.private, holding=[worker])
+                workers.started = []
+        for old in replaced:  # (never two live processes of one number)
+            old.kill()
+        workers.shutdown()  # nothing left in it once kept
+
+    def forget(self, workers: Workers) -> None:
+        """``workers`` are stopped by their run (it failed): no longer lent."""
+        with self._lock:
+            self._lent = [w for w in self._lent if w is not workers]
 
     def close(self, ok: bool = True) -> None:
-        """``shutdown`` to every kept process (``ok``), or kill them all (after an error)."""
+        """``shutdown`` to every kept process (``ok``); after an error, every kept and lent
+        process killed — the runs in flight see their adapters end — and later runs refused."""
         with self._lock:
+            self._closed = True
             held, self._held = list(self._held.values()), {}
+            lent = list(self._lent)
+        if not ok:
+            for workers in lent:
+                for worker in workers.started:
+                    worker.process.interrupt()
         try:
-            for workers in held if ok else ():
-                workers.shutdown()
+            for one in held if ok else ():
+                one.shutdown()
         finally:
-            for workers in held:
-                workers.kill()
+            for one in held:
+                one.kill()
+
+    def _refuse_if_closed(self) -> None:
+        if self._closed:
+            raise GateError("the selftest stopped: no further run starts")
+
+
+def _running(worker: Worker) -> bool:
+    """Whether a kept worker's process still runs (without reaping it: its process group's id
+    must stay its own until it is killed)."""
+    process = worker.process
+    return process.alive and process._status() is None
 
 
 def _remove(tmp: Path | None, remove: bool) -> None:

@@ -75,17 +75,23 @@ def selftest(config: Config, mutants: Sequence[type[Mutant]] = MUTANTS,
              log: bool = True, alpha: float = DEFAULT_ALPHA) -> SelftestReport:
     """Run the unmutated suites and every mutant; judge each mutated run with the gate (at
     ``alpha``, the config's, for stochastic cells)."""
-    kept = Kept()  # each worker number's adapter process, from one run to the next
+    # Each worker number's adapter process serves one run after another — but a memory meant to
+    # be random (a suite with repeats) gets a new process per run, so that its draws never
+    # depend on which runs went before in its slot.
+    stochastic = any(options.repeats for options in config.suites.values())
+    kept = None if stochastic else Kept()
+    cancel: Callable[[], None] = lambda: None  # noqa: E731
     try:
         outcomes, cancel = _runs(config, mutants, log, kept)
-        try:
-            report = _judged(outcomes, mutants, alpha)
-        finally:
-            cancel()  # after an error: the runs not begun never start, the others end first
+        report = _judged(outcomes, mutants, alpha)
     except BaseException:
-        kept.close(ok=False)
+        if kept is not None:
+            kept.close(ok=False)  # the runs in flight see their adapters end; none starts
+        cancel()  # the runs not begun never start, those in flight end first
         raise
-    kept.close()
+    cancel()
+    if kept is not None:
+        kept.close()
     return report
 
 
@@ -119,12 +125,13 @@ def _judged(outcomes: Sequence[Callable[[], Baseline]], mutants: Sequence[type[M
                           null=null_comparisons(base, runs, alpha))
 
 
-def _runs(config: Config, mutants: Sequence[type[Mutant]], log: bool, kept: Kept
+def _runs(config: Config, mutants: Sequence[type[Mutant]], log: bool, kept: Kept | None
           ) -> tuple[list[Callable[[], Baseline]], Callable[[], None]]:
     """The unmutated run, then each mutant's, as calls giving its baseline (or raising its
     error), and what cancels the runs not begun: one after the other with one worker;
     ``config.workers`` at a time otherwise, each in a slot of its own, once the unmutated run
-    (alone) showed that the adapter allows several processes (``capabilities.workers``)."""
+    (in every worker) showed that the adapter allows several processes
+    (``capabilities.workers``)."""
     total = len(mutants)
     # The fixtures are read and validated once, before any run: every run measures with the same
     # items (a run never changes them), and a corpus of 100,000 turns takes seconds to load.
@@ -155,14 +162,23 @@ def _runs(config: Config, mutants: Sequence[type[Mutant]], log: bool, kept: Kept
                 slots.append(slot)
 
     executor = ThreadPoolExecutor(max_workers=config.workers, thread_name_prefix="selftest")
-    futures = [executor.submit(in_slot, position, mutant)
-               for position, mutant in enumerate(mutants, 1)]
-    return [lambda: base, *(future.result for future in futures)], \
-        lambda: executor.shutdown(wait=True, cancel_futures=True)
+
+    def cancel() -> None:
+        executor.shutdown(wait=True, cancel_futures=True)
+
+    try:
+        futures = [executor.submit(in_slot, position, mutant)
+                   for position, mutant in enumerate(mutants, 1)]
+    except BaseException:  # a signal while the runs were handed out
+        if kept is not None:
+            kept.close(ok=False)
+        cancel()
+        raise
+    return [lambda: base, *(future.result for future in futures)], cancel
 
 
 def _one(config: Config, mutant: type[Mutant] | None, position: int, total: int, log: bool,
-         slot: int | None, loaded: tuple[str, dict[str, SuiteFixtures]], kept: Kept,
+         slot: int | None, loaded: tuple[str, dict[str, SuiteFixtures]], kept: Kept | None,
          on_start: Callable[[str, bool], None] | None = None) -> Baseline:
     """One run of the selftest: the unmutated one (``mutant`` None) or a mutant's, as worker
     ``slot`` beside the others' runs (None: alone, with the config's workers)."""

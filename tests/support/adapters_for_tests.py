@@ -302,13 +302,19 @@ class CrashInWorkerOne(WorkerProbe):
 
 
 class StartLog(ReferenceMemory):
-    """The reference memory, logging one line per object built: ``<log>/starts.jsonl``."""
+    """The reference memory, logging one line per object built: ``<log>/starts.jsonl``; each
+    search takes ``pause`` seconds more."""
 
-    def __init__(self, log: str = ".", **options: Any) -> None:
+    def __init__(self, log: str = ".", pause: float = 0.0, **options: Any) -> None:
         super().__init__(**options)
+        self.pause = pause
         with Path(log, "starts.jsonl").open("a", encoding="utf-8") as handle:
             handle.write(json.dumps({"worker": os.environ.get("MEMBENCH_WORKER"),
                                      "pid": os.getpid()}) + "\n")
+
+    def search(self, query: Query) -> Answer:
+        time.sleep(self.pause)
+        return super().search(query)
 
 
 class DiesInItsSecondRun(StartLog):

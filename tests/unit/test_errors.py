@@ -107,3 +107,25 @@ def test_text_people_write_is_shown_as_it_is() -> None:
     for text in ("veto recall@5 −24 pts · NET(1) −3 pts", "Größe ≤ 4 KiB, 東京, ✅ ⚠️ 👍🏽",
                  "non\u00a0breaking\u202fthin", "path/to/file.py:12: note"):
         assert visible(text) == text
+
+
+def _raised_while_handling(signal: BaseException) -> BaseException:
+    """What a library raises when a signal lands inside it (a lazy schema build)."""
+    try:
+        try:
+            raise signal
+        except BaseException:
+            raise RuntimeError("Error building 'function-wrap' serializer") from None
+    except RuntimeError as exc:
+        return exc
+
+
+@pytest.mark.parametrize(("signal", "line"), [(Terminated("SIGTERM"), "terminated (SIGTERM)"),
+                                              (KeyboardInterrupt(), "interrupted")])
+def test_an_error_raised_while_a_signal_was_handled_is_that_signal(
+        signal: BaseException, line: str) -> None:
+    error = _raised_while_handling(signal)
+    assert error.__context__ is signal  # (from None hides it from the traceback, not the chain)
+    assert describe(error) == line
+    # The control: the same error without a signal behind it is an internal error, named.
+    assert "RuntimeError" in describe(RuntimeError("Error building 'function-wrap' serializer"))

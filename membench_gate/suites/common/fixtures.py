@@ -114,7 +114,7 @@ def items_of(model: type[BaseModel], raw: Any, label: str, key: str = "id") -> l
     """A JSON array of ``model`` items, each validated; an error names the item by index and id."""
     if not isinstance(raw, list):
         raise GateError(f"{label}: expected a JSON array of items")
-    if len(raw) >= BATCH:
+    if len(raw) >= BATCH and all(type(obj) is dict for obj in raw):
         try:
             return _list_of(model).validate_python(raw)
         except ValueError:  # ValidationError is one: the loop below names the item

@@ -82,22 +82,89 @@ def test_a_run_that_fails_leaves_its_process_behind_and_the_next_starts_a_new_on
     assert all(gone(s["pid"]) for s in _starts(tmp_path))
 
 
-def test_a_terminated_selftest_stops_every_kept_process(tmp_path: Path) -> None:
-    write_config(tmp_path, RECALL, "adapters_for_tests:StartLog", options=f'log = "{tmp_path}"')
+@pytest.mark.parametrize("after", ["mutant 2/", "mutant 3/"])  # handing out runs; awaiting them
+def test_a_terminated_selftest_stops_every_kept_process_at_once(tmp_path: Path, after: str
+                                                                 ) -> None:
+    # Each search takes 0.1 s more: a mutant's run, some 4 s; the runs in flight are stopped,
+    # not waited for.
+    write_config(tmp_path, RECALL, "adapters_for_tests:StartLog",
+                 options=f'log = "{tmp_path}"\npause = 0.1')
     gate = subprocess.Popen(
         [sys.executable, "-m", "membench_gate", "selftest", "--jobs", "2", "--json", "st.json"],
         cwd=tmp_path, env=cli_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         preexec_fn=lambda: signal.signal(signal.SIGTERM, signal.SIG_DFL))
     assert gate.stderr is not None
     for line in gate.stderr:  # the mutants are running, in both slots' kept processes
-        if "mutant 2/" in line:
+        if after in line:
             break
     started = time.monotonic()
     gate.send_signal(signal.SIGTERM)
     _, stderr = gate.communicate(timeout=60)
     assert gate.returncode == 4, stderr
     assert "membench-gate: error: terminated (SIGTERM)" in stderr
-    assert time.monotonic() - started < 10
+    assert time.monotonic() - started < 2.5
     starts = _starts(tmp_path)
     assert len(starts) == 2
     assert all(gone(s["pid"]) for s in starts)
+
+
+def _live(pids: list[int]) -> list[int]:
+    return [pid for pid in pids if Path(f"/proc/{pid}").exists()
+            and "Z" not in Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[:1]]
+
+
+@pytest.mark.parametrize(("workers_a", "workers_b", "jobs"), [(1, 2, None), (1, 2, 2), (2, 1, 2)])
+def test_seams_with_their_own_workers_keep_one_process_per_number_and_leave_none(
+        tmp_path: Path, workers_a: int, workers_b: int, jobs: int | None) -> None:
+    seam = '[adapters.{name}]\npython = "adapters_for_tests:StartLog"\nworkers = {workers}\n' \
+           '[adapters.{name}.options]\nlog = "{log}"\n'
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    config = (seam.format(name="a", workers=workers_a, log=tmp_path / "a")
+              + seam.format(name="b", workers=workers_b, log=tmp_path / "b"))
+    write_config(tmp_path, config + RECALL)
+    jobs_flag = ("--jobs", str(jobs)) if jobs else ()
+    done = run_cli("selftest", *_mutants()[:6], *jobs_flag, cwd=tmp_path)
+    assert done.returncode in (0, 1), done.stderr
+    for name, workers in (("a", workers_a), ("b", workers_b)):
+        starts = _starts(tmp_path / name)
+        # Never two live processes of one number, and each number started once (or, for a seam
+        # whose runs need more numbers than a slot has, no more than once per run).
+        # Each worker number started once for all four runs (a process per run and number
+        # would be 4 or 8), and none left running.
+        expected = jobs or workers
+        assert sorted(s["worker"] for s in starts) == [str(n) for n in range(1, expected + 1)], \
+            (name, starts)
+        assert not _live([s["pid"] for s in starts]), (name, starts)
+    assert not list(Path("/tmp").glob(f"membench-worker-*{tmp_path.name}*"))
+
+
+def test_a_memory_meant_to_be_random_gets_a_new_process_per_run(tmp_path: Path) -> None:
+    write_config(tmp_path, '[suites.veto]\nfixtures = ["builtin"]\nk = 5\nrepeats = 3\n',
+                 "adapters_for_tests:StartLog", options=f'log = "{tmp_path}"')
+    done = run_cli("selftest", "--mutant", "drop-best-hit", "--mutant", "always-abstain",
+                   cwd=tmp_path)
+    assert done.returncode in (0, 1), done.stderr
+    assert len(_starts(tmp_path)) == 3  # the unmutated run and each mutant's: their own draws
+
+
+def test_a_closed_keep_refuses_a_new_run_and_stops_what_it_is_given(tmp_path: Path) -> None:
+    from membench_gate.errors import GateError
+    from membench_gate.run.workers import Kept, Workers
+
+    write_config(tmp_path, RECALL, "adapters_for_tests:StartLog", options=f'log = "{tmp_path}"')
+    config = load_config(tmp_path / "membench.toml")
+    kept = Kept()
+    lent = Workers(config, [1], False)
+    kept.lend(lent)
+    assert lent.first.client.name  # initialized: a run is using it
+    kept.close(ok=False)  # the selftest stopped: what a run is using is killed at once
+    assert not lent.first.process.alive
+    with pytest.raises(GateError, match="the selftest stopped"):
+        kept.take(config, "", [1], False)
+    late = Workers(config, [2], False)
+    late.first.client  # noqa: B018 (a run that started just before the close)
+    pid = _starts(tmp_path)[-1]["pid"]
+    kept.give("", late)  # it ends after the close: stopped, never kept
+    assert gone(pid)
+    lent.kill()
