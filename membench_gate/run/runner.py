@@ -242,7 +242,6 @@ def _run_adapter(config: Config, loaded: dict[str, SuiteFixtures], seam: str,
         processes = pool.Workers(config, numbers, private)
         if kept is not None:
             kept.lend(processes)  # (refused, and stopped, once the selftest has stopped)
-    handed = False
     try:
         client = processes.first.client
         for name in loaded:  # what a suite needs of the adapter, before any suite runs
@@ -280,14 +279,13 @@ def _run_adapter(config: Config, loaded: dict[str, SuiteFixtures], seam: str,
                           for cell_name, records in outcome.items.items()})
         if kept is not None:
             kept.give(seam, processes)  # the next run of each worker number goes on in it
-            handed = True
         else:
             processes.shutdown()
     finally:
-        if not handed:
-            if kept is not None:
-                kept.forget(processes)
-            processes.kill()
+        # After a failure, every process is killed; after shutdown or give, none is left here.
+        if kept is not None:
+            kept.forget(processes)
+        processes.kill()
     return client.name
 
 

@@ -268,9 +268,8 @@ class Workers:
 
     def _stop(self, worker: Worker) -> None:
         worker.process.kill()
-        if worker.tmp is not None and worker.remove_tmp:
-            shutil.rmtree(worker.tmp, ignore_errors=True)
-            worker.tmp = None
+        _remove(worker.tmp, worker.remove_tmp)
+        worker.tmp = None
 
 
 class Kept:
