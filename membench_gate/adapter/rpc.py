@@ -222,6 +222,30 @@ class _Where:
                f"(docs/adapters.md: {RULES[rule]})"
 
 
+class _Driving:
+    """How many of the gate's threads drive an adapter at this moment (workers, a selftest's
+    slots): the gate polls for an answer only while there is one. Two threads polling share one
+    interpreter lock and take the CPUs their adapters compute on."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._lock = threading.Lock()
+
+    @contextmanager
+    def thread(self) -> Iterator[None]:
+        with self._lock:
+            self.count += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self.count -= 1
+
+
+_driving = _Driving()
+driving = _driving.thread
+
+
 class AdapterProcess:
     """A started adapter: requests in on stdin, responses out on stdout, logs kept from stderr."""
 
@@ -411,7 +435,8 @@ class AdapterProcess:
     def receive(self, ident: int, where: _Where) -> Any:
         """Wait for the response to request ``ident``: at most ``timeout`` seconds, and never
         past the end of the command's time budget (:mod:`membench_gate.budget`)."""
-        quick = self._latency.get(where.method, math.inf) < 2 * POLL_S
+        quick = self._latency.get(where.method, math.inf) < 2 * POLL_S and \
+            _driving.count <= 1
         wait = self.timeout if self.timeout > 0 else None
         limit = budget.current()
         if limit is not None and (wait is None or limit.left() < wait):

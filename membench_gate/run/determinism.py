@@ -28,6 +28,7 @@ def run_twice(config: Config, progress: Progress | None,
     folder. The second starts once every adapter of the first allowed several processes
     (``capabilities.workers``), else after the first ends."""
     from membench_gate.run.runner import run
+    from membench_gate.run.workers import sharing
 
     if config.workers < 2:
         return (run(config, progress, preloaded=preloaded),
@@ -60,7 +61,8 @@ def run_twice(config: Config, progress: Progress | None,
     thread = threading.Thread(target=again, name="second pass", daemon=True)
     thread.start()
     try:
-        results = run(first, progress, preloaded=preloaded, alongside=True, on_start=told)
+        with sharing(config.workers):  # both passes' processes share the CPUs
+            results = run(first, progress, preloaded=preloaded, alongside=True, on_start=told)
     except BaseException:
         failed.append(True)
         raise

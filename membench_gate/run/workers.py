@@ -14,13 +14,21 @@ when more than one adapter process runs at once, a temp folder of its own (``TMP
 adapter can keep one store per worker. Each worker is driven by a thread of the gate that waits
 on its process; the memory works in its own process. The first worker to fail stops the others
 (their processes are killed) and its error, naming it, is the run's.
+
+When several adapter processes run at once, each also gets its share of the CPUs for the thread
+pools of the common numeric libraries (:data:`THREAD_VARIABLES`: OpenMP, OpenBLAS, MKL,
+Accelerate, numexpr), as the CPUs divided by the processes, at least one — unless the gate's own
+environment sets the variable. Each pool otherwise sizes itself to every CPU: N workers would
+start N times as many threads as there are CPUs, and OpenBLAS's spin while they wait.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
@@ -119,9 +127,44 @@ class Worker:
         return self._client
 
 
-def worker_env(number: int, tmp: Path | None) -> dict[str, str]:
-    """What a worker's environment adds: its number, and its own temp folder when it has one."""
-    env = {seal.WORKER_VARIABLE: str(number)}
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
+                    "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS")
+
+
+class _Sharing:
+    """How many adapter processes the command runs at once, when more runs than one go on side
+    by side (a selftest's slots, the determinism check's two passes): :func:`sharing`."""
+
+    at_once = 1
+
+
+@contextmanager
+def sharing(processes: int) -> Iterator[None]:
+    """While this lasts, ``processes`` adapter processes may run at once, whatever each run's
+    own worker count: what divides the CPUs between their thread pools."""
+    before, _Sharing.at_once = _Sharing.at_once, max(processes, _Sharing.at_once)
+    try:
+        yield
+    finally:
+        _Sharing.at_once = before
+
+
+def thread_limits(at_once: int) -> dict[str, str]:
+    """The thread pool sizes of a worker's environment when ``at_once`` adapter processes run
+    at once (none for one): each its share of the CPUs, at least one; a variable the gate's own
+    environment sets is left as it is."""
+    if at_once <= 1:
+        return {}
+    affinity = getattr(os, "sched_getaffinity", None)
+    cpus = len(affinity(0)) if affinity else (os.cpu_count() or 1)
+    share = str(max(1, cpus // at_once))
+    return {name: share for name in THREAD_VARIABLES if name not in os.environ}
+
+
+def worker_env(number: int, tmp: Path | None, at_once: int = 1) -> dict[str, str]:
+    """What a worker's environment adds: its number, its own temp folder when it has one, and
+    its share of the CPUs for thread pools when ``at_once`` processes run at once."""
+    env = {seal.WORKER_VARIABLE: str(number), **thread_limits(at_once)}
     if tmp is not None:
         env.update(TMPDIR=str(tmp), TMP=str(tmp), TEMP=str(tmp))
     return env
@@ -151,7 +194,7 @@ class Workers:
                     rpc.reap(number, every=False)
                     tmp, remove = self._tmp(number)
                     try:
-                        self.waiting.append((number, config.start(worker_env(number, tmp)),
+                        self.waiting.append((number, config.start(self._env(number, tmp)),
                                              tmp, remove))
                     except BaseException:
                         _remove(tmp, remove)
@@ -160,6 +203,9 @@ class Workers:
                 self.kill()
                 raise
 
+    def _env(self, number: int, tmp: Path | None) -> dict[str, str]:
+        return worker_env(number, tmp, max(len(self.numbers), _Sharing.at_once))
+
     def _tmp(self, number: int) -> tuple[Path | None, bool]:
         return seal.worker_tmp(number) if self.private else (None, False)
 
@@ -167,7 +213,7 @@ class Workers:
         rpc.reap(number, every=False)  # the last process of this number has ended
         tmp, remove = self._tmp(number)
         try:
-            handshake = self.config.launch(worker_env(number, tmp))
+            handshake = self.config.launch(self._env(number, tmp))
         except BaseException:
             _remove(tmp, remove)
             raise
@@ -209,12 +255,14 @@ class Workers:
         """``task`` of every worker, in worker order; each in a thread of its own when there are
         several. The first to fail stops the others, and its error (naming it) is raised."""
         if len(self.started) == 1:
-            return [task(self.first)]
+            with rpc.driving():  # (a selftest's slots: one worker each, several at once)
+                return [task(self.first)]
         results: dict[int, T] = {}
 
         def drive(worker: Worker) -> None:
             try:
-                results[worker.number] = task(worker)
+                with rpc.driving():
+                    results[worker.number] = task(worker)
             except BaseException as exc:  # handed to the main thread
                 self._fail(worker, exc)
 

@@ -43,7 +43,7 @@ from membench_gate.model import metrics
 from membench_gate.model.results import Baseline
 from membench_gate.model.selftest import MutantResult, SelftestReport
 from membench_gate.run.runner import load_fixtures, run
-from membench_gate.run.workers import Kept
+from membench_gate.run.workers import Kept, sharing
 from membench_gate.selftest.mutants import MUTANTS, Mutant
 from membench_gate.selftest.null import null_comparisons
 
@@ -82,8 +82,9 @@ def selftest(config: Config, mutants: Sequence[type[Mutant]] = MUTANTS,
     kept = None if stochastic else Kept()
     cancel: Callable[[], None] = lambda: None  # noqa: E731
     try:
-        outcomes, cancel = _runs(config, mutants, log, kept)
-        report = _judged(outcomes, mutants, alpha)
+        with sharing(config.workers):  # the slots' processes share the CPUs
+            outcomes, cancel = _runs(config, mutants, log, kept)
+            report = _judged(outcomes, mutants, alpha)
     except BaseException:
         if kept is not None:
             kept.close(ok=False)  # the runs in flight see their adapters end; none starts

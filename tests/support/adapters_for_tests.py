@@ -237,16 +237,23 @@ class Flaky(ReferenceMemory):
         return answer if self.random.random() < self.keep else Answer(hits=[], abstain=False)
 
 
+# membench_gate.run.workers.THREAD_VARIABLES (not imported: the host stays light); the tests
+# compare the two.
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
+                    "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS")
+
+
 class WorkerProbe(ReferenceMemory):
     """The reference memory, saying which worker it is: ``<log>/worker-<n>.json`` holds its
-    ``MEMBENCH_WORKER``, ``TMPDIR`` and pid."""
+    ``MEMBENCH_WORKER``, ``TMPDIR``, pid and thread pool variables."""
 
     def __init__(self, log: str = ".", **options: Any) -> None:
         super().__init__(**options)
         number = os.environ.get("MEMBENCH_WORKER", "none")
         Path(log, f"worker-{number}.json").write_text(json.dumps({
             "worker": number, "tmpdir": os.environ.get("TMPDIR"), "pid": os.getpid(),
-            "tmp_exists": os.path.isdir(os.environ.get("TMPDIR") or "/nonexistent")}),
+            "tmp_exists": os.path.isdir(os.environ.get("TMPDIR") or "/nonexistent"),
+            "threads": {name: os.environ.get(name) for name in THREAD_VARIABLES}}),
             encoding="utf-8")
 
 

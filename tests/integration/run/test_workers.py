@@ -12,6 +12,8 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -30,7 +32,7 @@ from membench_gate.run.workers import combine, shares
 from membench_gate.suites import get
 from membench_gate.suites.common.repeats import as_cell
 from membench_gate.suites.common.suite import SuiteRun
-from tests.support.cli import run_cli
+from tests.support.cli import cli_env, run_cli
 from tests.support.configs import write_config
 from tests.support.paths import REPO
 
@@ -133,6 +135,40 @@ def test_each_worker_has_its_number_and_a_temp_folder_of_its_own(tmp_path: Path)
     assert done.returncode == 0, done.stderr
     assert sorted(p.name for p in tmp_path.glob("worker-*.json")) == ["worker-1.json"]
     assert json.loads((tmp_path / "worker-1.json").read_text())["tmpdir"] not in folders
+
+
+def _cpus() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+
+
+def test_workers_share_the_cpus_between_their_thread_pools(tmp_path: Path) -> None:
+    from membench_gate.run.workers import THREAD_VARIABLES
+    from tests.support import adapters_for_tests
+
+    assert adapters_for_tests.THREAD_VARIABLES == THREAD_VARIABLES
+    write_config(tmp_path, SMALL, "adapters_for_tests:WorkerProbe", options=f'log = "{tmp_path}"')
+
+    def seen(jobs: str, **env: str) -> list[dict[str, str | None]]:
+        for path in tmp_path.glob("worker-*.json"):
+            path.unlink()
+        environ = {k: v for k, v in cli_env(env).items()
+                   if k not in THREAD_VARIABLES or k in env}
+        done = subprocess.run([sys.executable, "-m", "membench_gate", "run", "--jobs", jobs],
+                              cwd=tmp_path, env=environ, capture_output=True, text=True,
+                              timeout=300, check=False)
+        assert done.returncode == 0, done.stderr
+        return [json.loads(path.read_text())["threads"]
+                for path in sorted(tmp_path.glob("worker-*.json"))]
+
+    # Three workers: each its share of the CPUs, at least one; a variable the gate's environment
+    # sets is left as it is.
+    share = str(max(1, len(os.sched_getaffinity(0)) // 3))
+    three = seen("3", MKL_NUM_THREADS="7")
+    assert len(three) == 3
+    for threads in three:
+        assert threads == {**dict.fromkeys(THREAD_VARIABLES, share), "MKL_NUM_THREADS": "7"}
+    # One worker: nothing added.
+    assert seen("1") == [dict.fromkeys(THREAD_VARIABLES)]
 
 
 def test_an_adapter_declaring_one_store_runs_as_one_worker_and_is_told_once(

@@ -96,3 +96,54 @@ def test_a_sealed_worker_keeps_its_own_temp_folder_inside_the_sandboxs(tmp_path:
     # Anywhere else (the gate's own temp folder) is replaced by the sandbox's.
     env = sandbox.environment({"PATH": "/bin", "TMPDIR": "/tmp/elsewhere"})
     assert env["TMPDIR"] == str(tmp_path / "tmp")
+
+
+def test_thread_pools_get_the_cpus_divided_between_the_processes_at_once(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from membench_gate.run import workers
+
+    monkeypatch.setattr(workers.os, "sched_getaffinity", lambda _pid: set(range(8)))
+    for name in workers.THREAD_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    assert workers.thread_limits(1) == {}
+    assert workers.thread_limits(3) == dict.fromkeys(workers.THREAD_VARIABLES, "2")
+    assert workers.thread_limits(16) == dict.fromkeys(workers.THREAD_VARIABLES, "1")
+    monkeypatch.setenv("OMP_NUM_THREADS", "5")  # the gate's own setting is the adapter's
+    assert "OMP_NUM_THREADS" not in workers.thread_limits(2)
+    # A selftest's slots (one worker each, several at once) share the CPUs as workers do; the
+    # count is restored when the selftest ends, nested or not.
+    with workers.sharing(4):
+        with workers.sharing(2):
+            assert workers._Sharing.at_once == 4
+        assert workers._Sharing.at_once == 4
+    assert workers._Sharing.at_once == 1
+    env = workers.worker_env(2, None, 4)
+    assert env["MEMBENCH_WORKER"] == "2" and env["OPENBLAS_NUM_THREADS"] == "2"
+
+
+def test_the_gate_polls_only_while_one_of_its_threads_drives_an_adapter() -> None:
+    import threading
+    from types import SimpleNamespace
+
+    from membench_gate.adapter import rpc
+    from membench_gate.run.workers import Workers
+
+    seen: list[int] = []
+    both = threading.Barrier(2, timeout=10)
+
+    def task(worker: SimpleNamespace) -> int:
+        if len(pool.started) > 1:
+            both.wait()  # both threads are in their task at once
+        seen.append(rpc._driving.count)
+        if len(pool.started) > 1:
+            both.wait()
+        return worker.number
+
+    pool = object.__new__(Workers)
+    pool._failed, pool._lock = None, threading.Lock()
+    pool.started = [SimpleNamespace(number=1)]
+    assert pool.each(task) == [1] and seen == [1]
+    pool.started = [SimpleNamespace(number=1), SimpleNamespace(number=2)]
+    seen.clear()
+    assert pool.each(task) == [1, 2] and seen == [2, 2]
+    assert rpc._driving.count == 0
