@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -48,6 +49,7 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 JOIN_S = 0.2  # how often the main thread, waiting for the workers, lets a signal in
+SWITCH_S = 0.001  # the interpreter's switch interval while several workers run
 
 
 def units(suite: str, fixtures: SuiteFixtures) -> list[list[str]]:
@@ -141,12 +143,19 @@ class _Sharing:
 @contextmanager
 def sharing(processes: int) -> Iterator[None]:
     """While this lasts, ``processes`` adapter processes may run at once, whatever each run's
-    own worker count: what divides the CPUs between their thread pools."""
+    own worker count: what divides the CPUs between their thread pools. With more than one,
+    the interpreter also switches threads every :data:`SWITCH_S` instead of every 5 ms: a
+    thread whose adapter just answered waits for the interpreter lock while another encodes a
+    batch, and its adapter waits with it (benchmarks/README.md, "bench_workers.py")."""
     before, _Sharing.at_once = _Sharing.at_once, max(processes, _Sharing.at_once)
+    switching = sys.getswitchinterval()
+    if processes > 1:
+        sys.setswitchinterval(min(switching, SWITCH_S))
     try:
         yield
     finally:
         _Sharing.at_once = before
+        sys.setswitchinterval(switching)
 
 
 def thread_limits(at_once: int) -> dict[str, str]:
@@ -269,11 +278,12 @@ class Workers:
         threads = [threading.Thread(target=drive, args=(w,), name=f"worker {w.number}",
                                     daemon=True) for w in self.started]
         try:
-            for thread in threads:
-                thread.start()
-            for thread in threads:
-                while thread.is_alive():
-                    thread.join(JOIN_S)
+            with sharing(len(threads)):
+                for thread in threads:
+                    thread.start()
+                for thread in threads:
+                    while thread.is_alive():
+                        thread.join(JOIN_S)
         except BaseException as exc:  # an interrupt or a signal in the main thread
             self._fail(None, exc)
             for thread in threads:

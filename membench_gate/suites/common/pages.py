@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from pydantic import Field
 
-from membench_gate.adapter.types import Record
+from membench_gate.adapter.types import Record, new_record
 from membench_gate.suites.common.fixtures import Item, unique
 
 PageKey = tuple[str, str]  # (slug, source)
@@ -38,5 +38,5 @@ def page_ids(pages: Sequence[Page], where: str) -> dict[PageKey, str]:
 
 def page_records(pages: Sequence[Page], ids: dict[PageKey, str]) -> list[Record]:
     """The records ``pages`` are ingested as, in order."""
-    return [Record(id=ids[(p.slug, p.source)], text=p.text, source=p.source, entity=p.slug,
-                   aliases=tuple(p.aliases)) for p in pages]
+    return [new_record(ids[(p.slug, p.source)], p.text, p.source, entity=p.slug,
+                       aliases=tuple(p.aliases)) for p in pages]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-from membench_gate.adapter.types import Answer, Query, Record
+from membench_gate.adapter.types import Answer, Query, Record, new_record
 from membench_gate.suites.common.fixtures import parse_time
 from membench_gate.suites.common.scoring import hit_list, outcome, ratio
 from membench_gate.suites.common.suite import Progress, Records, SuiteRun
@@ -20,13 +20,9 @@ DEFAULT_CELL = "default"
 
 
 def _record(item: CorpusItem) -> Record:
-    return Record(
-        id=item.id,
-        text=item.text,
-        source=item.source,
-        created_at=parse_time(item.created_at, "created_at") if item.created_at else None,
-        meta={"session": item.session},
-    )
+    return new_record(item.id, item.text, item.source,
+                      created_at=parse_time(item.created_at, "created_at") if item.created_at
+                      else None, meta={"session": item.session})
 
 
 def _matches(hit_id: str, gold: list[str], session_of: dict[str, str]) -> str | None:

@@ -112,11 +112,17 @@ def test_thread_pools_get_the_cpus_divided_between_the_processes_at_once(
     assert "OMP_NUM_THREADS" not in workers.thread_limits(2)
     # A selftest's slots (one worker each, several at once) share the CPUs as workers do; the
     # count is restored when the selftest ends, nested or not.
+    import sys
+
+    switching = sys.getswitchinterval()
     with workers.sharing(4):
+        assert sys.getswitchinterval() == min(switching, workers.SWITCH_S)
         with workers.sharing(2):
             assert workers._Sharing.at_once == 4
         assert workers._Sharing.at_once == 4
-    assert workers._Sharing.at_once == 1
+    assert workers._Sharing.at_once == 1 and sys.getswitchinterval() == switching
+    with workers.sharing(1):
+        assert sys.getswitchinterval() == switching  # one process: nothing changes
     env = workers.worker_env(2, None, 4)
     assert env["MEMBENCH_WORKER"] == "2" and env["OPENBLAS_NUM_THREADS"] == "2"
 
