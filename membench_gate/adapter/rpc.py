@@ -298,6 +298,7 @@ class AdapterProcess:
         # the last one to the same method came within twice the poll budget: it never spins long
         # while an adapter computes (membench_gate.adapter.polling).
         self._latency: dict[str, float] = {}
+        self._writing_s = 0.0  # how long the last request took to write here
         if _SELECTABLE_PIPES:
             assert self.proc.stdout is not None
             self._fd = self.proc.stdout.fileno()
@@ -436,16 +437,58 @@ class AdapterProcess:
         self._sent_at = time.monotonic()
         if len(data) <= _PIPE_SAFE_BYTES:
             self._write(data)  # the adapter has read every earlier request: this cannot block
-        else:
-            threading.Thread(target=self._write, args=(data,), daemon=True).start()
+            return self._next_id
+        rest = self._write_now(data) if _SELECTABLE_PIPES else data
+        if rest:  # an adapter that does not read: the rest in a thread, the answer awaited
+            threading.Thread(target=self._write, args=(rest,), daemon=True).start()
         return self._next_id
+
+    def _write_now(self, data: bytes) -> bytes:
+        """Write ``data`` here, while the adapter reads it, for at most the call's timeout (and
+        what is left of the time budget); what is not written by then is returned. A large
+        request is written by the thread that sends it rather than by a thread of its own: one
+        of its own waited for the interpreter lock while this one encoded the next batch (an
+        ingest batch of a megabyte took 4 ms to cross instead of 1 ms). Nothing is returned
+        for a process that has gone (its reader sees the end of its output)."""
+        stream = self.proc.stdin
+        limit = self.timeout if self.timeout > 0 else math.inf
+        left = budget.current()
+        if left is not None:
+            limit = min(limit, max(0.0, left.left()))
+        started = time.monotonic()
+        view, done = memoryview(data), 0
+        try:
+            assert stream is not None
+            stream.flush()
+            fd = stream.fileno()
+            os.set_blocking(fd, False)
+        except (OSError, ValueError):
+            return b""
+        try:
+            while done < len(view):
+                try:
+                    done += os.write(fd, view[done:])
+                except BlockingIOError:
+                    wait = started + limit - time.monotonic()
+                    if wait <= 0:
+                        break
+                    select.select([], [fd], [], min(wait, EXIT_CHECK_S))
+        except OSError:  # (ValueError: closed by a kill meanwhile)
+            return b""
+        finally:
+            with suppress(OSError, ValueError):
+                os.set_blocking(fd, True)
+            self._writing_s = time.monotonic() - started
+        return bytes(view[done:])
 
     def receive(self, ident: int, where: _Where) -> Any:
         """Wait for the response to request ``ident``: at most ``timeout`` seconds, and never
         past the end of the command's time budget (:mod:`membench_gate.budget`)."""
         quick = self._latency.get(where.method, math.inf) < 2 * POLL_S and \
             _driving.count <= 1
-        wait = self.timeout if self.timeout > 0 else None
+        # (The timeout runs from the request's send: a large one's writing is part of it.)
+        wait = max(0.0, self.timeout - self._writing_s) if self.timeout > 0 else None
+        self._writing_s = 0.0
         limit = budget.current()
         if limit is not None and (wait is None or limit.left() < wait):
             wait = max(0.0, limit.left())

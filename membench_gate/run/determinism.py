@@ -60,16 +60,16 @@ def run_twice(config: Config, progress: Progress | None,
     failed: list[bool] = []
     thread = threading.Thread(target=again, name="second pass", daemon=True)
     thread.start()
-    try:
-        with sharing(config.workers):  # both passes' processes share the CPUs
+    with sharing(config.workers):  # both passes' processes share the CPUs
+        try:
             results = run(first, progress, preloaded=preloaded, alongside=True, on_start=told)
-    except BaseException:
-        failed.append(True)
-        raise
-    finally:
-        done.set()
-        go.set()
-        thread.join()
+        except BaseException:
+            failed.append(True)
+            raise
+        finally:
+            done.set()
+            go.set()
+            thread.join()
     second_pass = outcome[0]
     if isinstance(second_pass, BaseException):
         raise second_pass

@@ -134,28 +134,44 @@ THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"
 
 
 class _Sharing:
-    """How many adapter processes the command runs at once, when more runs than one go on side
-    by side (a selftest's slots, the determinism check's two passes): :func:`sharing`."""
+    """The runs going on side by side (a selftest's slots, the determinism check's two passes, a
+    run's workers), each as the number of adapter processes it may run at once: what
+    :func:`sharing` adds and takes away, in any order, from any thread."""
 
-    at_once = 1
+    def __init__(self) -> None:
+        self.active: list[int] = []
+        self.switching: float | None = None  # the interval to restore, while one is set
+        self.lock = threading.Lock()
+
+    @property
+    def at_once(self) -> int:
+        return max(self.active, default=1)
+
+
+_SHARING = _Sharing()
 
 
 @contextmanager
 def sharing(processes: int) -> Iterator[None]:
     """While this lasts, ``processes`` adapter processes may run at once, whatever each run's
-    own worker count: what divides the CPUs between their thread pools. With more than one,
-    the interpreter also switches threads every :data:`SWITCH_S` instead of every 5 ms: a
-    thread whose adapter just answered waits for the interpreter lock while another encodes a
-    batch, and its adapter waits with it (benchmarks/README.md, "bench_workers.py")."""
-    before, _Sharing.at_once = _Sharing.at_once, max(processes, _Sharing.at_once)
-    switching = sys.getswitchinterval()
-    if processes > 1:
-        sys.setswitchinterval(min(switching, SWITCH_S))
+    own worker count: what divides the CPUs between their thread pools (the most any active
+    call said). While any says more than one, the interpreter also switches threads every
+    :data:`SWITCH_S` instead of every 5 ms: a thread whose adapter just answered waits for the
+    interpreter lock while another encodes a batch, and its adapter waits with it
+    (benchmarks/README.md, "bench_workers.py")."""
+    with _SHARING.lock:
+        if processes > 1 and _SHARING.switching is None:
+            _SHARING.switching = sys.getswitchinterval()
+            sys.setswitchinterval(min(_SHARING.switching, SWITCH_S))
+        _SHARING.active.append(processes)
     try:
         yield
     finally:
-        _Sharing.at_once = before
-        sys.setswitchinterval(switching)
+        with _SHARING.lock:
+            _SHARING.active.remove(processes)
+            if _SHARING.switching is not None and _SHARING.at_once <= 1:
+                sys.setswitchinterval(_SHARING.switching)
+                _SHARING.switching = None
 
 
 def thread_limits(at_once: int) -> dict[str, str]:
@@ -213,7 +229,7 @@ class Workers:
                 raise
 
     def _env(self, number: int, tmp: Path | None) -> dict[str, str]:
-        return worker_env(number, tmp, max(len(self.numbers), _Sharing.at_once))
+        return worker_env(number, tmp, max(len(self.numbers), _SHARING.at_once))
 
     def _tmp(self, number: int) -> tuple[Path | None, bool]:
         return seal.worker_tmp(number) if self.private else (None, False)

@@ -81,16 +81,16 @@ def selftest(config: Config, mutants: Sequence[type[Mutant]] = MUTANTS,
     stochastic = any(options.repeats for options in config.suites.values())
     kept = None if stochastic else Kept()
     cancel: Callable[[], None] = lambda: None  # noqa: E731
-    try:
-        with sharing(config.workers):  # the slots' processes share the CPUs
+    with sharing(config.workers):  # the slots' processes share the CPUs
+        try:
             outcomes, cancel = _runs(config, mutants, log, kept)
             report = _judged(outcomes, mutants, alpha)
-    except BaseException:
-        if kept is not None:
-            kept.close(ok=False)  # the runs in flight see their adapters end; none starts
-        cancel()  # the runs not begun never start, those in flight end first
-        raise
-    cancel()
+        except BaseException:
+            if kept is not None:
+                kept.close(ok=False)  # the runs in flight see their adapters end; none starts
+            cancel()  # the runs not begun never start, those in flight end first
+            raise
+        cancel()
     if kept is not None:
         kept.close()
     return report

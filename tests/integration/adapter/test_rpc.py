@@ -13,6 +13,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -532,6 +533,35 @@ def test_the_pipes_to_the_adapter_hold_a_whole_ingest_batch(tmp_path: Path) -> N
         sizes = [fcntl.fcntl(stream.fileno(), 1032)  # F_GETPIPE_SZ
                  for stream in (client.process.proc.stdin, client.process.proc.stdout)]
     assert sizes == [min(rpc.PIPE_BYTES, allowed)] * 2 and sizes[0] > 64 * 1024
+
+
+DEAF = """
+import json, sys, time
+
+line = sys.stdin.buffer.readline()  # initialize, answered; then it never reads again
+sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": json.loads(line)["id"], "result": {
+    "protocol": 1, "name": "deaf", "capabilities": {"push": False, "write": False}}}) + "\\n")
+sys.stdout.flush()
+time.sleep(600)
+"""
+
+
+@pytest.mark.parametrize("megabytes", [0.02, 3])  # fits the pipe; does not
+def test_an_adapter_that_stops_reading_a_large_request_times_out_once(
+        tmp_path: Path, megabytes: float) -> None:
+    from membench_gate.adapter import rpc
+
+    (tmp_path / "deaf.py").write_text(DEAF)
+    text = "x" * 1000
+    records = [Record(id=f"r{n}", text=text) for n in range(int(megabytes * 1000))]
+    with rpc.start([sys.executable, "deaf.py"], tmp_path, {}, 2.0) as client:
+        started = time.monotonic()
+        with pytest.raises(GateError, match=r"ingest.*no answer within 2s \(\[adapter\] timeout\)"):
+            client.session("veto").ingest(records)
+        took = time.monotonic() - started
+        assert not client.process.alive
+    # The timeout counts from the request's send, its writing included: one timeout, not two.
+    assert 2.0 <= took < 3.5
 
 
 # --- the adapter starts only once every input is read and the config is valid ---

@@ -113,16 +113,35 @@ def test_thread_pools_get_the_cpus_divided_between_the_processes_at_once(
     # A selftest's slots (one worker each, several at once) share the CPUs as workers do; the
     # count is restored when the selftest ends, nested or not.
     import sys
+    import threading
 
     switching = sys.getswitchinterval()
     with workers.sharing(4):
         assert sys.getswitchinterval() == min(switching, workers.SWITCH_S)
         with workers.sharing(2):
-            assert workers._Sharing.at_once == 4
-        assert workers._Sharing.at_once == 4
-    assert workers._Sharing.at_once == 1 and sys.getswitchinterval() == switching
+            assert workers._SHARING.at_once == 4
+        assert workers._SHARING.at_once == 4
+    assert workers._SHARING.at_once == 1 and sys.getswitchinterval() == switching
     with workers.sharing(1):
         assert sys.getswitchinterval() == switching  # one process: nothing changes
+    # Ended in another order, from other threads (the determinism check's second pass): what
+    # is left is what is still active, and nothing at all once every one has ended.
+    first, second = threading.Event(), threading.Event()
+
+    def beside() -> None:
+        with workers.sharing(3):
+            first.set()
+            second.wait(10)
+
+    thread = threading.Thread(target=beside)
+    with workers.sharing(2):
+        thread.start()
+        first.wait(10)
+        assert workers._SHARING.at_once == 3
+    assert workers._SHARING.at_once == 3 and sys.getswitchinterval() < switching
+    second.set()
+    thread.join()
+    assert workers._SHARING.at_once == 1 and sys.getswitchinterval() == switching
     env = workers.worker_env(2, None, 4)
     assert env["MEMBENCH_WORKER"] == "2" and env["OPENBLAS_NUM_THREADS"] == "2"
 
