@@ -50,11 +50,14 @@ if __name__ == "__main__":  # pragma: no branch - fix the path before importing 
 import importlib  # noqa: E402
 import json  # noqa: E402
 from collections.abc import Callable, Iterable, Iterator, Mapping  # noqa: E402
+from dataclasses import fields  # noqa: E402
 from typing import Any, BinaryIO  # noqa: E402
 
 from membench_gate.adapter.polling import Poller  # noqa: E402
 from membench_gate.adapter.types import (  # noqa: E402
     PROTOCOL_VERSION,
+    Record,
+    _parse_time,
     answer_to_wire,
     collector_paused,
     query_from_wire,
@@ -227,7 +230,9 @@ class Host:
         _call("reset", self.adapter.reset)
 
     def _ingest(self, params: dict[str, Any]) -> None:
-        records = _read("ingest", lambda: [record_from_wire(r) for r in params["records"]])
+        built = params.get("records") if type(params) is dict else None
+        records = built if type(built) is _Built else \
+            _read("ingest", lambda: [record_from_wire(r) for r in params["records"]])
         _call("ingest", self.adapter.ingest, records)
 
     def _search(self, params: dict[str, Any]) -> dict[str, Any]:
@@ -326,12 +331,62 @@ FAST_DECODE_BYTES = 1 << 16
 _from_json: Callable[[bytes], Any] | None = None
 
 
+class _Built(list):  # type: ignore[type-arg]
+    """An ``ingest`` request's records, already built as :class:`Record` by :func:`_loads`."""
+
+
+_ingest_validator: Any = None  # built for the first long line; False where it cannot be
+
+
+def _ingest_schema() -> Any:
+    """A pydantic-core validator that reads an ``ingest`` request line straight into
+    :class:`Record` objects — only as the gate writes them, every field present and of its
+    type, so that each is what :func:`record_from_wire` builds from the same line, field for
+    field (anything else fails it and takes that path). Times go through the same cached
+    parser. ``False`` without pydantic-core (a bare interpreter)."""
+    try:
+        from pydantic_core import SchemaValidator
+        from pydantic_core import core_schema as cs
+    except ImportError:
+        return False
+    text = cs.str_schema(strict=True)
+    strings = cs.tuple_schema([text], variadic_item_index=0, strict=True)
+    time = cs.nullable_schema(cs.no_info_after_validator_function(_parse_time, text))
+    kinds = {"id": text, "text": text, "source": cs.str_schema(strict=True, min_length=1),
+             "files": strings, "created_at": time, "reviewed_at": time,
+             "relevance": cs.nullable_schema(cs.float_schema(strict=True)),
+             "entity": cs.nullable_schema(text), "aliases": strings,
+             "meta": cs.dict_schema(text, cs.any_schema(), strict=True)}
+    assert list(kinds) == [f.name for f in fields(Record)]
+    record = cs.dataclass_schema(Record, cs.dataclass_args_schema(
+        "Record", [cs.dataclass_field(name, kind) for name, kind in kinds.items()]),
+        list(kinds), frozen=True)
+    anything = cs.typed_dict_field(cs.any_schema())
+    return SchemaValidator(cs.typed_dict_schema({
+        "jsonrpc": anything, "id": anything,
+        "method": cs.typed_dict_field(cs.literal_schema(["ingest"])),
+        "params": cs.typed_dict_field(cs.typed_dict_schema(
+            {"records": cs.typed_dict_field(cs.list_schema(record))})),
+    }))
+
+
 def _loads(line: bytes) -> Any:
     """A request line's JSON: the same values either way (the gate wrote it, as JSON without
-    NaN); ``ValueError`` for a line that is not JSON."""
-    global _from_json
+    NaN); ``ValueError`` for a line that is not JSON. An ``ingest`` batch as the gate writes
+    it comes with its records built (:class:`_Built`): 2 µs a record instead of 2.5."""
+    global _from_json, _ingest_validator
     if len(line) < FAST_DECODE_BYTES:
         return json.loads(line)
+    if _ingest_validator is None:
+        _ingest_validator = _ingest_schema()
+    if _ingest_validator and b'"ingest"' in line[:100]:  # (the method, near the start)
+        try:
+            message = _ingest_validator.validate_json(line)
+        except ValueError:
+            pass  # read as any request is, below: what is wrong is said in the usual words
+        else:
+            message["params"]["records"] = _Built(message["params"]["records"])
+            return message
     if _from_json is None:
         try:
             from pydantic_core import from_json
