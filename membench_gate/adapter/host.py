@@ -343,18 +343,25 @@ def _ingest_schema() -> Any:
     :class:`Record` objects — only as the gate writes them, every field present and of its
     type, so that each is what :func:`record_from_wire` builds from the same line, field for
     field (anything else fails it and takes that path). Times go through the same cached
-    parser. ``False`` without pydantic-core (a bare interpreter)."""
+    parser. ``False`` without pydantic-core (a bare interpreter) or with one too old to build
+    it (the memory's own environment may hold any version)."""
     try:
-        from pydantic_core import SchemaValidator
-        from pydantic_core import core_schema as cs
-    except ImportError:
+        return _build_ingest_schema()
+    except Exception:  # ImportError, or an older core_schema (AttributeError, TypeError, ...)
         return False
+
+
+def _build_ingest_schema() -> Any:
+    from pydantic_core import SchemaValidator
+    from pydantic_core import core_schema as cs
+
     text = cs.str_schema(strict=True)
     strings = cs.tuple_schema([text], variadic_item_index=0, strict=True)
     time = cs.nullable_schema(cs.no_info_after_validator_function(_parse_time, text))
     kinds = {"id": text, "text": text, "source": cs.str_schema(strict=True, min_length=1),
              "files": strings, "created_at": time, "reviewed_at": time,
-             "relevance": cs.nullable_schema(cs.float_schema(strict=True)),
+             # (no infinity: an integer too large for a float is the general path's error)
+             "relevance": cs.nullable_schema(cs.float_schema(strict=True, allow_inf_nan=False)),
              "entity": cs.nullable_schema(text), "aliases": strings,
              "meta": cs.dict_schema(text, cs.any_schema(), strict=True)}
     assert list(kinds) == [f.name for f in fields(Record)]
@@ -382,8 +389,8 @@ def _loads(line: bytes) -> Any:
     if _ingest_validator and b'"ingest"' in line[:100]:  # (the method, near the start)
         try:
             message = _ingest_validator.validate_json(line)
-        except ValueError:
-            pass  # read as any request is, below: what is wrong is said in the usual words
+        except Exception:  # (a ValidationError) read as any request is, below: what is wrong
+            pass  # is said in the usual words
         else:
             message["params"]["records"] = _Built(message["params"]["records"])
             return message

@@ -472,8 +472,13 @@ class AdapterProcess:
                     wait = started + limit - time.monotonic()
                     if wait <= 0:
                         break
-                    select.select([], [fd], [], min(wait, EXIT_CHECK_S))
-        except OSError:  # (ValueError: closed by a kill meanwhile)
+                    try:
+                        ready = select.select([], [fd], [], min(wait, EXIT_CHECK_S))[1]
+                    except ValueError:  # a descriptor select cannot watch: the thread writes
+                        break
+                    if not ready and self._ended(0) is not None:
+                        return b""  # ended (a child of its may still hold the pipe open)
+        except OSError:  # gone (EPIPE), or closed by a kill meanwhile (EBADF)
             return b""
         finally:
             with suppress(OSError, ValueError):

@@ -15,6 +15,7 @@ from membench_gate.suites.common.fixtures import (
     SuiteFixtures,
     dump,
     iso_date,
+    item_digest,
     load_array,
     unique,
 )
@@ -114,5 +115,5 @@ def validate(fx: Fixtures, include_holdout: bool) -> None:
             })
     if not include_holdout:
         fx.history = [c for c in fx.history if not c.holdout]
-    fx.corpus = {c.id: digest(dump(c)) for c in fx.history}
+    fx.corpus = {c.id: item_digest(c) for c in fx.history}
 

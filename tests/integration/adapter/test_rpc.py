@@ -564,6 +564,32 @@ def test_an_adapter_that_stops_reading_a_large_request_times_out_once(
     assert 2.0 <= took < 3.5
 
 
+ENDS_READING = """
+import json, os, subprocess, sys
+
+line = sys.stdin.buffer.readline()
+sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": json.loads(line)["id"], "result": {
+    "protocol": 1, "name": "ends", "capabilities": {"push": False, "write": False}}}) + "\\n")
+sys.stdout.flush()
+subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])  # holds stdin open
+sys.stdin.buffer.read(100)  # starts reading the next request, then ends
+os._exit(3)
+"""
+
+
+def test_an_adapter_that_ends_while_its_child_holds_the_request_pipe_is_seen_to_end(
+        tmp_path: Path) -> None:
+    from membench_gate.adapter import rpc
+
+    (tmp_path / "ends.py").write_text(ENDS_READING)
+    records = [Record(id=f"r{n}", text="x" * 1000) for n in range(3000)]  # 3 MB: past the pipe
+    with rpc.start([sys.executable, "ends.py"], tmp_path, {}, 20.0) as client:
+        started = time.monotonic()
+        with pytest.raises(GateError, match=r"ended without answering \(exit code 3\)"):
+            client.session("veto").ingest(records)
+        assert time.monotonic() - started < 10  # not the 20 s timeout
+
+
 # --- the adapter starts only once every input is read and the config is valid ---
 
 

@@ -94,3 +94,24 @@ def test_a_bad_line_is_refused_in_the_usual_words() -> None:
     with pytest.raises(ValueError) as plain:
         json.loads(line)
     assert type(fast.value) is type(plain.value) and str(fast.value) == str(plain.value)
+
+
+def test_a_relevance_too_large_for_a_float_is_the_general_paths_error() -> None:
+    wire = {**record_for_encoder(RECORDS[1]), "relevance": 2**1024}
+    message = host._loads(_line([wire]))
+    assert type(message["params"]["records"]) is not host._Built
+    with pytest.raises(OverflowError):
+        record_from_wire(message["params"]["records"][0])
+
+
+def test_a_pydantic_core_that_cannot_build_the_reader_leaves_the_general_path(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    def too_old() -> None:
+        raise AttributeError("module 'pydantic_core' has no attribute 'tuple_schema'")
+
+    monkeypatch.setattr(host, "_build_ingest_schema", too_old)
+    monkeypatch.setattr(host, "_ingest_validator", None)
+    line = _line([record_for_encoder(r) for r in RECORDS])
+    records = host._loads(line)["params"]["records"]
+    assert host._ingest_validator is False and type(records) is not host._Built
+    assert [record_from_wire(r) for r in records] == _general(line)

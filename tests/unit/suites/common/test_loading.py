@@ -154,3 +154,39 @@ def test_a_large_recall_corpus_loads_to_the_digests_item_by_item_gives(tmp_path:
         sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()).hexdigest()[:16]
         for obj in raw}
     assert fixtures.corpus == expected
+
+
+class _Mixed(Item):
+    id: str
+    score: float | None = None
+    tags: list[str] = Field(default_factory=list)
+    count: int = 0
+    flag: bool = False
+    note: str | None = None
+
+
+@pytest.mark.parametrize("fields", [
+    {}, {"note": "é \u2028 \x01"}, {"count": 2**70}, {"count": -3, "flag": True},
+    {"score": 0.1 + 0.2}, {"tags": ["b", "a"]}, {"score": None, "note": None},
+])
+def test_an_items_digest_in_one_step_is_the_two_steps(fields: dict) -> None:
+    from membench_gate.model.measurement import digest
+
+    item = _Mixed(id="i", **fields)
+    assert common.item_digest(item) == digest(dump(item))
+    turn = CorpusItem(id="t", text="x", session="s", **({"created_at": "2024-05-01"}
+                                                       if fields else {}))
+    assert common.item_digest(turn) == digest(dump(turn))
+
+
+def test_an_item_the_encoder_refuses_fails_in_one_step_as_in_two() -> None:
+    from membench_gate.model.measurement import digest
+
+    # (validation refuses one; an item built past it still fails as the definition does)
+    turn = CorpusItem.model_construct(id="t", text="a lone \ud800 surrogate", session="s",
+                                      source="default", created_at=None)
+    with pytest.raises(UnicodeEncodeError) as two:
+        digest(dump(turn))
+    with pytest.raises(UnicodeEncodeError) as one:
+        common.item_digest(turn)
+    assert str(one.value) == str(two.value)
