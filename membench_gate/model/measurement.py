@@ -72,6 +72,21 @@ def digest(payload: Any) -> str:
     return hashlib.sha256(canonical_bytes(payload)).hexdigest()[:16]
 
 
+def sorted_digest(data: dict[str, Any]) -> str | None:
+    """``digest(data)`` for an object whose keys are already in sorted order and whose values
+    are all strings, booleans or integers within ±2⁶⁴ — one step, no sorted copy (a corpus
+    turn's fields); ``None`` when a value is anything else or the encoder refuses one (a lone
+    surrogate): :func:`digest` then says what it says."""
+    for value in data.values():
+        kind = type(value)
+        if not (kind is str or kind is bool or (kind is int and -_INT_LIMIT < value < _INT_LIMIT)):
+            return None
+    try:
+        return hashlib.sha256(_encoder()(data)).hexdigest()[:16]
+    except ValueError:
+        return None
+
+
 def file_digest(data: Any) -> str:
     """A fixture file's part of ``fixtures_hash``: the sha256 of its canonical bytes."""
     return hashlib.sha256(canonical_bytes(data)).hexdigest()

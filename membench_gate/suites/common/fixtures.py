@@ -9,7 +9,6 @@ fixture is an error naming the file and the item, never a silently lower score.
 from __future__ import annotations
 
 import functools
-import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -19,7 +18,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
 from membench_gate.errors import GateError
-from membench_gate.model.measurement import _INT_LIMIT, _encoder, digest
+from membench_gate.model.measurement import digest, sorted_digest
 from membench_gate.model.results import validation_message
 from membench_gate.suites import get
 from membench_gate.suites.common.folders import FixtureFile, suite_files
@@ -179,21 +178,11 @@ def item_digest(item: BaseModel) -> str:
     steps."""
     model = type(item)
     if _dumps_as_is(model):
-        fields, out = item.__dict__, {}
-        for key in _sorted_fields(model):
-            value = fields[key]
-            kind = type(value)
-            if value is None:
-                continue
-            if kind is str or kind is bool or (kind is int and -_INT_LIMIT < value < _INT_LIMIT):
-                out[key] = value
-            else:
-                break
-        else:
-            try:
-                return hashlib.sha256(_encoder()(out)).hexdigest()[:16]
-            except ValueError:
-                pass  # (a lone surrogate): the two steps fail as they do
+        fields = item.__dict__
+        found = sorted_digest({key: fields[key] for key in _sorted_fields(model)
+                               if fields[key] is not None})
+        if found is not None:
+            return found
     return digest(dump(item))
 
 
