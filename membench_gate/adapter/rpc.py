@@ -448,7 +448,7 @@ class AdapterProcess:
         what is left of the time budget); what is not written by then is returned. A large
         request is written by the thread that sends it rather than by a thread of its own: one
         of its own waited for the interpreter lock while this one encoded the next batch (an
-        ingest batch of a megabyte took 4 ms to cross instead of 1 ms). Nothing is returned
+        ingest batch of a megabyte took 4 ms to cross, now under 1 ms). Nothing is returned
         for a process that has gone (its reader sees the end of its output)."""
         stream = self.proc.stdin
         limit = self.timeout if self.timeout > 0 else math.inf
