@@ -29,7 +29,8 @@ import time
 POLL_S = 300e-6  # the longest poll before a wait blocks
 
 
-def _cpus() -> int:
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity), else the machine's."""
     affinity = getattr(os, "sched_getaffinity", None)
     return len(affinity(0)) if affinity else (os.cpu_count() or 1)
 
@@ -46,7 +47,7 @@ class Poller:
 
     def __init__(self, fd: int, budget_s: float = POLL_S) -> None:
         self.fd = fd
-        self.cpus = _cpus()
+        self.cpus = usable_cpus()
         self._loadavg = _loadavg() if budget_s > 0 and self.cpus >= 2 else None
         self.budget_s = budget_s if self._loadavg is not None else 0.0
 

@@ -306,25 +306,21 @@ def new_record(id: str, text: str, source: str = "default", files: tuple[str, ..
 
 
 def record_from_wire(data: Mapping[str, Any]) -> Record:
-    """The host builds a hundred thousand of these for a large corpus: the instance's attributes
-    are set in one step, as the frozen dataclass's ``__init__`` would set them one by one
-    (``Record(**fields)`` is the same object, field for field)."""
+    """The record a wire object describes (the host's general path: the gate's own ingest
+    batches are read straight into records), built by :func:`new_record`; its fields are read
+    in order, so the first that is wrong is the one a ``ValueError`` names."""
     get = data.get
     relevance, created, reviewed = get("relevance"), get("created_at"), get("reviewed_at")
     files, aliases = get("files"), get("aliases")
-    record = _new(Record)
-    _set(record, "__dict__", {
-        "id": data["id"], "text": data["text"], "source": get("source") or "default",
-        "files": _strings(files, "files") if files else (),
-        "created_at": None if created is None else
+    return new_record(
+        data["id"], data["text"], get("source") or "default",
+        _strings(files, "files") if files else (),
+        None if created is None else
         _parse_time(created) if type(created) is str else time_from_wire(created, "created_at"),
-        "reviewed_at": None if reviewed is None else
+        None if reviewed is None else
         _parse_time(reviewed) if type(reviewed) is str else time_from_wire(reviewed, "reviewed_at"),
-        "relevance": None if relevance is None else float(relevance),
-        "entity": get("entity"), "aliases": _strings(aliases, "aliases") if aliases else (),
-        "meta": get("meta") or {},
-    })
-    return record
+        None if relevance is None else float(relevance),
+        get("entity"), _strings(aliases, "aliases") if aliases else (), get("meta") or {})
 
 
 def query_from_wire(data: Mapping[str, Any]) -> Query:

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from membench_gate.adapter import rpc, seal
+from membench_gate.adapter.polling import usable_cpus
 from membench_gate.errors import GateError
 from membench_gate.suites import get
 from membench_gate.suites.common.repeats import pool, split
@@ -180,9 +181,7 @@ def thread_limits(at_once: int) -> dict[str, str]:
     environment sets is left as it is."""
     if at_once <= 1:
         return {}
-    affinity = getattr(os, "sched_getaffinity", None)
-    cpus = len(affinity(0)) if affinity else (os.cpu_count() or 1)
-    share = str(max(1, cpus // at_once))
+    share = str(max(1, usable_cpus() // at_once))
     return {name: share for name in THREAD_VARIABLES if name not in os.environ}
 
 

@@ -137,10 +137,6 @@ def test_each_worker_has_its_number_and_a_temp_folder_of_its_own(tmp_path: Path)
     assert json.loads((tmp_path / "worker-1.json").read_text())["tmpdir"] not in folders
 
 
-def _cpus() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-
-
 def test_workers_share_the_cpus_between_their_thread_pools(tmp_path: Path) -> None:
     from membench_gate.run.workers import THREAD_VARIABLES
     from tests.support import adapters_for_tests

@@ -102,7 +102,7 @@ def test_thread_pools_get_the_cpus_divided_between_the_processes_at_once(
         monkeypatch: pytest.MonkeyPatch) -> None:
     from membench_gate.run import workers
 
-    monkeypatch.setattr(workers.os, "sched_getaffinity", lambda _pid: set(range(8)))
+    monkeypatch.setattr(workers, "usable_cpus", lambda: 8)
     for name in workers.THREAD_VARIABLES:
         monkeypatch.delenv(name, raising=False)
     assert workers.thread_limits(1) == {}
