@@ -125,6 +125,14 @@ def test_the_sharded_example_under_act(act: Path, fake_api: FakeServer, tmp_path
     results = job_results(entries)
     assert results.get("gate") == "failure", results
     assert "success" not in {v for k, v in results.items() if k.startswith("shard")}, results
-    assert any("a shard job ended with 'failure'" in line for line in lines), "\n".join(lines[-60:])
+    # The gate job failed at its guard, before anything was merged or gated.
+    guard = [e for e in entries if e.get("jobID") == "gate" and e.get("step") == "Every shard was scored"]
+    assert [e["stepResult"] for e in guard if "stepResult" in e] == ["failure"], guard
+    assert not [e for e in entries if e.get("jobID") == "gate" and e.get("step") == "Merge the shards"]
+    # Its message, when act kept the step's output: act's host executor at times drops the output
+    # of a step that ends within milliseconds (the line is missing between the step's start and its
+    # result, under load), which is act's and not the workflow's.
+    printed = [e.get("arg", "") for e in guard if e.get("command") == "error"]
+    assert printed in ([], ["a shard job ended with 'failure': no verdict"]), printed
     (still,) = fake_api.comments()
     assert still["id"] == comment["id"]
