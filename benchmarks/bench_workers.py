@@ -73,7 +73,10 @@ SELFTEST_SUITES = ('[suites.veto]\nfixtures = ["builtin"]\nk = 5\n'
 
 
 def _env() -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": os.pathsep.join(
+    # From byte-compiled modules, as an installed package runs (bench_gate.py does the same): with
+    # PYTHONDONTWRITEBYTECODE every process — each worker's too — compiles every module it imports.
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    return {**env, "PYTHONPATH": os.pathsep.join(
         [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
 
 
@@ -129,8 +132,9 @@ def peak_rss(argv: Sequence[str], cwd: Path) -> float:
 
 
 PHASE = """
-import statistics, sys, time
+import os, statistics, sys, time
 from pathlib import Path
+from membench_gate.adapter import rpc
 from membench_gate.cli import runtime
 from membench_gate.config import load_config
 from membench_gate.run.runner import load_fixtures, run
@@ -139,35 +143,53 @@ config_path, jobs, repeat = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]
 config = load_config(config_path)
 loaded = load_fixtures(config)
 times = {1: [], jobs: []}
+cpus = {1: [], jobs: []}
+def cpu():
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
 for n in range(repeat + 1):  # the first round only warms caches
     for count in (1, jobs):
-        start = time.perf_counter()
+        before, start = cpu(), time.perf_counter()
         run(config.with_workers(count), preloaded=loaded)
+        wall = time.perf_counter() - start
+        rpc.reap()  # the adapter processes' CPU counts once they are reaped
         if n:
-            times[count].append(time.perf_counter() - start)
-print(statistics.median(times[1]), statistics.median(times[jobs]))
+            times[count].append(wall)
+            cpus[count].append(cpu() - before)
+print(statistics.median(times[1]), statistics.median(times[jobs]),
+      statistics.median(cpus[1]), statistics.median(cpus[jobs]))
 """
 
 
-def phase(config: Path, jobs: int, repeat: int) -> tuple[float, float]:
+def phase(config: Path, jobs: int, repeat: int) -> tuple[float, float, float, float]:
     """Median seconds of the suites alone (``run`` with the fixtures loaded), one worker and
-    ``jobs``, interleaved in one process."""
+    ``jobs``, interleaved in one process: wall times, then CPU times (the gate and its adapter
+    processes together)."""
     done = subprocess.run([sys.executable, "-c", PHASE, str(config), str(jobs), str(repeat)],
                           cwd=config.parent, env=_env(), capture_output=True, text=True,
                           check=True)
-    one, many = done.stdout.split()
-    return float(one), float(many)
+    one, many, one_cpu, many_cpu = done.stdout.split()
+    return float(one), float(many), float(one_cpu), float(many_cpu)
 
 
-def _phase_line(one: float, many: float, jobs: int, goal: float) -> str:
+def _busy(wall: float, cpu: float) -> str:
+    """CPU seconds and how many of the machine's CPUs they kept busy over the wall time."""
+    return f"cpu {cpu:5.2f} s = {cpu / wall:.2f} of {os.cpu_count()} CPUs busy"
+
+
+def _phase_line(one: float, many: float, one_cpu: float, many_cpu: float, jobs: int,
+                goal: float) -> str:
     ratio = many / one
-    return (f"  the suites alone: 1 worker {one:5.2f} s, {jobs} workers {many:5.2f} s   "
+    return (f"  the suites alone: 1 worker {one:5.2f} s ({_busy(one, one_cpu)}), {jobs} workers "
+            f"{many:5.2f} s ({_busy(many, many_cpu)})   "
             f"{ratio:.2f}x  (goal <= {goal:.2f}x: {'met' if ratio <= goal else 'NOT met'})")
 
 
 def _ratio(timings: dict, one: str, many: str, goal: float) -> str:
     ratio = timings[many].wall / timings[one].wall
-    return (f"  {one:<28}{timings[one].wall:7.2f} s\n  {many:<28}{timings[many].wall:7.2f} s"
+    a, b = timings[one], timings[many]
+    return (f"  {one:<28}{a.wall:7.2f} s   {_busy(a.wall, a.cpu)}\n"
+            f"  {many:<28}{b.wall:7.2f} s   {_busy(b.wall, b.cpu)}"
             f"   {ratio:.2f}x  (goal <= {goal:.2f}x: {'met' if ratio <= goal else 'NOT met'})")
 
 
