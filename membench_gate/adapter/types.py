@@ -214,8 +214,9 @@ def finite_record(record: Record) -> bool:
     record has strings, tuples of strings for its files and aliases, a relevance that is
     ``None``, an integer or a finite float, and nothing in its meta but strings, numbers that
     are finite, booleans, ``None``, lists and string-keyed dicts of them, at most
-    :data:`_FINITE_DEPTH` deep. ``False`` means only *not known*: the encoder's output is then
-    searched for what it wrote (:func:`membench_gate.adapter.rpc.dumps`)."""
+    :data:`_FINITE_DEPTH` deep. Asked only of a batch whose fast encoding holds the word
+    ``NaN`` or ``Infinity`` (:func:`membench_gate.adapter.rpc.dumps`); ``False`` means only *not
+    known*: the standard encoder then writes the batch, and refuses a NaN in its own words."""
     relevance, entity = record.relevance, record.entity
     return (type(record.id) is str and type(record.text) is str and type(record.source) is str
             and (entity is None or type(entity) is str)

@@ -6,6 +6,7 @@ import gc
 import json
 from dataclasses import FrozenInstanceError, fields
 from datetime import datetime, timedelta, timezone
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -135,7 +136,7 @@ def record_for_wire_with(relevance: float) -> object:
     return record_for_encoder(Record(id="r", text="t", relevance=relevance))
 
 
-def test_a_batch_is_marked_finite_only_when_every_record_holds_what_json_carries() -> None:
+def test_nan_or_infinity_in_a_batch_is_refused_unless_its_records_say_it_is_text() -> None:
     from membench_gate.adapter import rpc
     from membench_gate.adapter.types import finite_record
 
@@ -163,15 +164,25 @@ def test_a_batch_is_marked_finite_only_when_every_record_holds_what_json_carries
         deep = [deep]
     assert not finite_record(Record(id="c", text="t", meta=cyclic))
     assert not finite_record(Record(id="d", text="t", meta={"d": deep}))
-    assert type(rpc._batch([Record(id="d", text="t", meta={"d": deep})])) is dict
     marked = rpc._batch(plain)
-    assert type(marked) is rpc.FiniteParams
+    assert type(marked) is rpc.RecordBatch and marked.records == plain
     line = rpc.dumps({"jsonrpc": "2.0", "id": 1, "method": "ingest", "params": marked})
     assert json.loads(line)["params"]["records"] == [record_to_wire(r) for r in plain]
-    # One record not known to be finite: the batch is not marked, and what the fast encoder
-    # wrote is searched, so a NaN deep in a meta is still refused in the standard words.
+    # The words as text: the records are checked, and the fast encoder's bytes stand (the
+    # standard encoder is never asked).
+    words = [Record(id="w1", text="NaN, said the grandmother"),
+             Record(id="w2", text="t", meta={"film": "Infinity War", "note": "-Infinity"})]
+    with mock.patch.object(rpc, "_encode", side_effect=AssertionError("the standard encoder")):
+        line = rpc.dumps({"jsonrpc": "2.0", "id": 1, "method": "ingest",
+                          "params": rpc._batch([*plain, *words])})
+        # ... but a plain dict holding those words is written the standard way.
+        with pytest.raises(AssertionError, match="the standard encoder"):
+            rpc.dumps({"jsonrpc": "2.0", "id": 1, "method": "ingest",
+                       "params": {"records": [record_to_wire(r) for r in words]}})
+    assert json.loads(line)["params"]["records"] == [record_to_wire(r) for r in [*plain, *words]]
+    # One record not known to be finite: what the fast encoder wrote holds the word, so a NaN
+    # deep in a meta is still refused in the standard words.
     for record in unknown[:8]:
         batch = rpc._batch([plain[0], record])
-        assert type(batch) is dict
         with pytest.raises(ValueError, match="JSON compliant"):
             rpc.dumps({"jsonrpc": "2.0", "id": 1, "method": "ingest", "params": batch})
