@@ -174,7 +174,7 @@ def phase(config: Path, jobs: int, repeat: int) -> tuple[float, float, float, fl
 
 def _busy(wall: float, cpu: float) -> str:
     """CPU seconds and how many of the machine's CPUs they kept busy over the wall time."""
-    return f"cpu {cpu:5.2f} s = {cpu / wall:.2f} of {os.cpu_count()} CPUs busy"
+    return f"cpu {cpu:5.2f} s = {cpu / wall:.2f} of {len(os.sched_getaffinity(0))} CPUs busy"
 
 
 def _phase_line(one: float, many: float, one_cpu: float, many_cpu: float, jobs: int,
@@ -186,8 +186,8 @@ def _phase_line(one: float, many: float, one_cpu: float, many_cpu: float, jobs: 
 
 
 def _ratio(timings: dict, one: str, many: str, goal: float) -> str:
-    ratio = timings[many].wall / timings[one].wall
     a, b = timings[one], timings[many]
+    ratio = b.wall / a.wall
     return (f"  {one:<28}{a.wall:7.2f} s   {_busy(a.wall, a.cpu)}\n"
             f"  {many:<28}{b.wall:7.2f} s   {_busy(b.wall, b.cpu)}"
             f"   {ratio:.2f}x  (goal <= {goal:.2f}x: {'met' if ratio <= goal else 'NOT met'})")
