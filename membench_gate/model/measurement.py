@@ -88,8 +88,47 @@ def sorted_digest(data: dict[str, Any]) -> str | None:
 
 
 def file_digest(data: Any) -> str:
-    """A fixture file's part of ``fixtures_hash``: the sha256 of its canonical bytes."""
-    return hashlib.sha256(canonical_bytes(data)).hexdigest()
+    """A fixture file's part of ``fixtures_hash``: the sha256 of its canonical bytes.
+
+    A file that is an array (a corpus, a query set) is hashed an element at a time — the same
+    bytes, ``[`` + the elements' canonical bytes joined by ``,`` + ``]``, as the compact dump
+    writes an array — so that neither a sorted copy of the whole file nor its whole encoding is
+    ever held: for a 116,000-turn corpus (116 MB of canonical JSON) that was 0.5–0.6 s and as
+    many megabytes again as the parsed file. An element whose keys are already in sorted order
+    and whose values are strings, booleans, null or integers (a corpus turn as importers write
+    it) is encoded as it is, without the sorted copy."""
+    if type(data) is not list:
+        return hashlib.sha256(canonical_bytes(data)).hexdigest()
+    h = hashlib.sha256(b"[")
+    update, encode = h.update, _encoder()
+    for index, element in enumerate(data):
+        if index:
+            update(b",")
+        if _flat_and_sorted(element):
+            try:
+                update(encode(element))
+                continue
+            except ValueError:  # a lone surrogate: the definition's own failure, below
+                pass
+        update(canonical_bytes(element))
+    update(b"]")
+    return h.hexdigest()
+
+
+def _flat_and_sorted(value: Any) -> bool:
+    """Whether ``value`` is a dict that the canonical dump writes as it stands: string keys in
+    sorted order, every value a string, boolean, null or an integer within ±2⁶⁴."""
+    if type(value) is not dict:
+        return False
+    last = None
+    for key, item in value.items():
+        if type(key) is not str or (last is not None and key <= last):
+            return False
+        kind = type(item)
+        if not (kind in _PLAIN or (kind is int and -_INT_LIMIT < item < _INT_LIMIT)):
+            return False
+        last = key
+    return True
 
 
 def fixtures_hash(include_holdout: bool,

@@ -125,3 +125,34 @@ def test_a_sorted_plain_objects_digest_in_one_step_is_the_digest() -> None:
     assert sorted_digest(plain) == digest(plain)
     for unusual in ({"a": 0.5}, {"a": 2**64}, {"a": ["x"]}, {"a": None}, {"a": "\ud800"}):
         assert sorted_digest(unusual) is None  # left to digest(), which says what it says
+
+
+def _whole(data: Any) -> str:
+    """A file's digest as defined: the sha256 of its canonical bytes, in one piece."""
+    import hashlib
+
+    return hashlib.sha256(_definition(data)).hexdigest()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(_documents, st.dictionaries(st.text(max_size=4), _scalars, max_size=4)),
+                max_size=6))
+def test_an_array_file_hashed_an_element_at_a_time_has_its_whole_digest(data: list[Any]) -> None:
+    assert file_digest(data) == _whole(data)
+
+
+@pytest.mark.parametrize("data", [
+    [],
+    [{"a": 1, "b": "x", "c": None, "d": True}],          # flat and sorted: encoded as it stands
+    [{"b": 1, "a": 2}],                                  # unsorted: the sorted copy
+    [{"a": 1, "a\x00": 2, "": 3}, {"é": "\u2028"}],
+    [{"a": 2**64}, {"a": 0.5}, {"a": [1]}, 7, "s", None],
+    [{"a": "\ud800"}],                                   # the definition's UnicodeEncodeError
+])
+def test_an_array_file_with_unusual_elements_hashes_or_fails_as_the_definition(data: Any) -> None:
+    mine, defined = outcome(file_digest, data), outcome(_whole, data)
+    # (an error's position is counted in the element, not the file)
+    assert mine[0] == defined[0] if isinstance(defined, tuple) else mine == defined
+    # A control: the order of the elements is part of the file.
+    if len(data) > 1:
+        assert file_digest(data) != file_digest(data[::-1])
