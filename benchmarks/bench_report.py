@@ -31,7 +31,7 @@ def case(newly_failed: int) -> tuple[Baseline, Results]:
                                              gold_total=newly_failed, failed=ids)}
     base = Baseline(schema_version=1, fixtures_hash="h", config={}, cells=base_cells)
     head = Results(schema_version=1, fixtures_hash="h", config={}, cells=head_cells,
-                   receipt={"tool_version": "0", "started_at": "x", "duration_s": 0,
+                   receipt={"tool_version": "0", "started_at": "x", "duration": 0,
                             "adapter": "x"}, items={})
     return base, head
 

@@ -397,6 +397,11 @@ def _tables_model(annotation: Any) -> type[BaseModel] | None:
     return None
 
 
+def _toml(value: object) -> str:
+    """A value as the config file spells it (``true``, not Python's ``True``)."""
+    return str(value).lower() if isinstance(value, bool) else repr(value)
+
+
 def _locate(loc: tuple[int | str, ...]) -> tuple[str, FieldInfo | None, type[BaseModel] | None]:
     """Where a validation error is, as the file spells it (``suites.veto.k``, ``floors.'a/b:c'``),
     with the field it falls in and, when it is a table of known keys, that table's model."""
@@ -437,7 +442,7 @@ def _message(label: str, exc: ValidationError) -> str:
         return f"{label}: [{where}] must be a table"
     if error["type"] == "config":
         return f"{label}: [{where}] {error['msg']}" if model else f"{label}: {where}: {error['msg']}"
-    got = "" if isinstance(value, (dict, list)) else f", got {value!r}"
+    got = "" if isinstance(value, (dict, list)) else f", got {_toml(value)}"
     if info is not None and info.description:
         return f"{label}: {where} must be {info.description}{got}"
     return f"{label}: {where}: {error['msg']}{got}"

@@ -57,6 +57,7 @@ from membench_gate.adapter.types import (
     time_to_wire,
 )
 from membench_gate.errors import GateError, visible
+from membench_gate.files import MAX_MAGNITUDE
 
 STDERR_LINES = 50
 STDERR_LINE_CHARS = 2000
@@ -186,7 +187,7 @@ RULES = {
     "search": "search answers hits and a boolean abstain",
     "push": "push answers a list of string ids",
     "push_text": "push text is a string or null",
-    "hit": "a hit has a string id and a finite number score",
+    "hit": "a hit has a string id and a finite number score below 1e15 in magnitude",
     "hit_fields": "text and entity strings or null, provenance an object or null",
     "k": "at most k hits, and at most k ids for push",
     "unique": "ids unique",
@@ -1016,10 +1017,13 @@ class SuiteSession:
             raise self._violation("search", item, "hit", f"a hit must be {{\"id\": str, \"score\": "
                                   f"number}}, got {_short(raw)}")
         score = raw.get("score")
-        if isinstance(score, bool) or not isinstance(score, (int, float)) \
-                or not math.isfinite(score):
+        if isinstance(score, bool) or not isinstance(score, (int, float)):
             raise self._violation("search", item, "hit", f"hit {raw['id']!r} has a score that is not a "
                                   f"finite number: {_short(score)}")
+        # (compared, not converted: an integer of hundreds of digits has no float)
+        if not -MAX_MAGNITUDE < score < MAX_MAGNITUDE:  # what a results file holds, said now
+            raise self._violation("search", item, "hit", f"hit {raw['id']!r} has a score out of "
+                                  f"range: {_short(score)}")
         for name in ("text", "entity"):
             if raw.get(name) is not None and not isinstance(raw[name], str):
                 raise self._violation("search", item, "hit_fields", f"hit {raw['id']!r}: {name} must be a "

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import shutil
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -85,15 +86,24 @@ class _Adapter:
 
     @contextmanager
     def fresh(self) -> Iterator[rpc.AdapterClient]:
-        """A newly started process, stopped when the block ends."""
-        with rpc.start(self.config.adapter_argv(), self.config.base_dir,
-                       self.config.adapter_options, self.config.timeout,
-                       self.config.adapter_env()) as client:
-            try:
-                yield client
-            finally:
-                for method, seconds in client.latencies.items():
-                    self.latencies.setdefault(method, []).extend(seconds)
+        """A newly started process, stopped when the block ends: worker 1, with a temp folder
+        of its own, as every adapter process is (docs/adapters.md, "Workers")."""
+        from membench_gate.adapter import seal
+        from membench_gate.run.workers import worker_env
+
+        tmp, remove = seal.worker_tmp(1)
+        try:
+            with rpc.start(self.config.adapter_argv(), self.config.base_dir,
+                           self.config.adapter_options, self.config.timeout,
+                           {**self.config.adapter_env(), **worker_env(1, tmp)}) as client:
+                try:
+                    yield client
+                finally:
+                    for method, seconds in client.latencies.items():
+                        self.latencies.setdefault(method, []).extend(seconds)
+        finally:
+            if remove:
+                shutil.rmtree(tmp, ignore_errors=True)
 
     def session(self) -> rpc.SuiteSession:
         if self.client is None or not self.client.process.alive:
@@ -253,33 +263,46 @@ def _workers_independent(config: Config) -> Check:
     """Worker 1 ingests the records; each other worker resets, ingests a probe and searches:
     it must see none of worker 1's records, and worker 1, after their resets, must still find
     its own and not the probe (docs/adapters.md, "Workers")."""
-    from membench_gate.run.workers import Workers
+    from membench_gate.run.workers import Workers, _named
 
     count = max(2, config.workers)
-    workers = Workers(config, range(1, count + 1), private=True)
+    workers = Workers(config, range(1, count + 1), several=True)
     try:
-        first = workers.first.client
-        if not first.capabilities.workers:
-            return Check(WORKERS_CHECK, None, "declares capabilities.workers: false: every run "
-                         "uses one worker")
-        workers.start_others()
-        first.call("reset", {}, SUITE, None)
-        first.call("ingest", {"records": [record_to_wire(r) for r in RECORDS]}, SUITE, None)
-        for other in workers.started[1:]:
-            client = other.client
-            client.call("reset", {}, SUITE, None)
-            client.call("ingest", {"records": [record_to_wire(PROBE)]}, SUITE, None)
-            seen = sorted({i for r in PAYMENTS for i in _ids(client, r, r.id)} - {PROBE.id})
-            if seen:
-                return Check(WORKERS_CHECK, False, f"worker {other.number} found "
-                             f"{', '.join(seen)}, which only worker 1 ingested: {SHARED_ADVICE}")
-        lost = [r.id for r in PAYMENTS if r.id not in _ids(first, r, r.id)]
-        if lost:
-            return Check(WORKERS_CHECK, False, f"worker 1 no longer finds {lost[0]} after another "
-                         f"worker's reset: {SHARED_ADVICE}")
-        if PROBE.id in _ids(first, PROBE, PROBE.id):
-            return Check(WORKERS_CHECK, False, f"worker 1 found {PROBE.id}, which another worker "
-                         f"ingested: {SHARED_ADVICE}")
+        worker = workers.first
+        try:
+            first = worker.client
+            if not first.capabilities.workers:
+                return Check(WORKERS_CHECK, None, "declares capabilities.workers: false: every "
+                             "run uses one worker")
+            workers.start_others()
+            first.call("reset", {}, SUITE, None)
+            first.call("ingest", {"records": [record_to_wire(r) for r in RECORDS]}, SUITE, None)
+            ingested = {r.id for r in RECORDS}
+            for worker in workers.started[1:]:
+                client = worker.client
+                client.call("reset", {}, SUITE, None)
+                client.call("ingest", {"records": [record_to_wire(PROBE)]}, SUITE, None)
+                answered = {i for r in PAYMENTS for i in _ids(client, r, r.id)} - {PROBE.id}
+                seen = sorted(answered & ingested)
+                if seen:
+                    return Check(WORKERS_CHECK, False, f"worker {worker.number} found "
+                                 f"{', '.join(seen)}, which only worker 1 ingested: "
+                                 f"{SHARED_ADVICE}")
+                unknown = sorted(answered - ingested)
+                if unknown:  # no worker ingested it: the contract's finding, not sharing's
+                    return Check(WORKERS_CHECK, False, f"worker {worker.number} answered "
+                                 f"{unknown[0]!r}, which no worker ingested (every hit must be a "
+                                 "record ingested since the last reset)")
+            worker = workers.first
+            lost = [r.id for r in PAYMENTS if r.id not in _ids(first, r, r.id)]
+            if lost:
+                return Check(WORKERS_CHECK, False, f"worker 1 no longer finds {lost[0]} after "
+                             f"another worker's reset: {SHARED_ADVICE}")
+            if PROBE.id in _ids(first, PROBE, PROBE.id):
+                return Check(WORKERS_CHECK, False, f"worker 1 found {PROBE.id}, which another "
+                             f"worker ingested: {SHARED_ADVICE}")
+        except GateError as exc:  # a worker's crash, hang or broken answer: whose it was
+            raise _named(worker, exc) from None
         workers.shutdown()
         return Check(WORKERS_CHECK, True, f"{count} workers (MEMBENCH_WORKER 1-{count}), each "
                      "with its own store")
@@ -298,7 +321,8 @@ def diagnose(config: Config) -> tuple[list[Check], dict[str, list[float]], str]:
             caps = adapter.session().capabilities
             checks.append(Check("handshake (initialize)", True,
                                 f"protocol 1, push={str(caps.push).lower()}, "
-                                f"write={str(caps.write).lower()}"))
+                                f"write={str(caps.write).lower()}"
+                                + ("" if caps.workers else ", workers=false")))
         except budget.OutOfTime:
             raise
         except GateError as exc:

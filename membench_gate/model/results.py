@@ -171,7 +171,7 @@ class Receipt(BaseModel):
     tool_version: str | None = None
     git_sha: str | None = None
     started_at: str | None = None
-    duration_s: float | None = None
+    duration: float | None = None  # seconds the run took
     adapter: str | None = None
     shard: str | None = None  # "I/N" for one shard of a run (run --shard); merge clears it
     merged_shards: int | None = None  # how many shards ``merge`` put together

@@ -41,8 +41,11 @@ def _cell_line(name: str, results: Results) -> str:
 
 
 def run_summary(results: Results, out: Path | None) -> str:
-    lines = [f"{len(results.cells)} cells measured in {results.receipt.duration_s or 0:.1f}s "
-             f"(fixtures hash {results.fixtures_hash[:12]})"]
+    merged = results.receipt.merged_shards
+    # A merge measured nothing: it says how many shards it put together (their longest run).
+    what = (f"merged from {merged} shards (the longest ran {results.receipt.duration or 0:.1f}s)"
+            if merged else f"measured in {results.receipt.duration or 0:.1f}s")
+    lines = [f"{len(results.cells)} cells {what} (fixtures hash {results.fixtures_hash[:12]})"]
     lines += [_cell_line(name, results) for name in sorted(results.cells)]
     if out is not None:
         lines.append(f"results written to {out}")

@@ -149,13 +149,13 @@ def check_parts(parts: Sequence[tuple[str, Results]], config: Config) -> None:
 def _receipt(parts: Sequence[Results], count: int) -> Receipt:
     """The merged run's receipt: when it began and how long its slowest shard took."""
     started = [p.receipt.started_at for p in parts if p.receipt.started_at]
-    durations = [p.receipt.duration_s for p in parts if p.receipt.duration_s is not None]
+    durations = [p.receipt.duration for p in parts if p.receipt.duration is not None]
     adapters = {p.receipt.adapter for p in parts}
     return Receipt(
         tool_version=__version__,
         git_sha=parts[0].receipt.git_sha,
         started_at=min(started) if started else None,
-        duration_s=max(durations) if durations else None,
+        duration=max(durations) if durations else None,
         adapter=adapters.pop() if len(adapters) == 1 else None,
         merged_shards=count,
     )

@@ -208,7 +208,7 @@ def run(config: Config, progress: Progress | None = None,
             "tool_version": __version__,
             "git_sha": _receipt_sha(config),
             "started_at": started.isoformat(timespec="seconds"),
-            "duration_s": time.perf_counter() - clock,
+            "duration": time.perf_counter() - clock,
             "adapter": ", ".join(names),
             "shard": str(shard) if shard else None,
             **({"live": llm.receipt()} if llm is not None else {}),
@@ -236,10 +236,10 @@ def _run_adapter(config: Config, loaded: dict[str, SuiteFixtures], seam: str,
     live = [name for name in loaded if get(name).live]  # one LLM client: run whole in worker 1
     count = pool.useful(scored, config.workers, live)
     first, alongside = numbering
-    numbers, private = range(first, first + count), alongside or count > 1
-    processes = kept.take(config, seam, numbers, private) if kept is not None else None
+    numbers, several = range(first, first + count), alongside or count > 1
+    processes = kept.take(config, seam, numbers, several) if kept is not None else None
     if processes is None:
-        processes = pool.Workers(config, numbers, private)
+        processes = pool.Workers(config, numbers, several)
         if kept is not None:
             kept.lend(processes)  # (refused, and stopped, once the selftest has stopped)
     try:

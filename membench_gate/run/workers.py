@@ -9,10 +9,11 @@ scored; a suite skips a unit none of whose items it scores), and the suite's ``s
 recomputes every cell from the union of the workers' item records, exactly as ``merge`` does for
 shards — so the results are byte-identical to one worker's.
 
-Worker ``i`` (1-based, as shards are) starts with ``MEMBENCH_WORKER=i`` in its environment and,
-when more than one adapter process runs at once, a temp folder of its own (``TMPDIR``), so an
-adapter can keep one store per worker. Each worker is driven by a thread of the gate that waits
-on its process; the memory works in its own process. The first worker to fail stops the others
+Worker ``i`` (1-based, as shards are) starts with ``MEMBENCH_WORKER=i`` in its environment and a
+temp folder of its own (``TMPDIR``), so an adapter can keep one store per worker — one worker
+too: the folder is never the gate's nor another command's, and goes when the process ends.
+Each worker is driven by a thread of the gate that waits on its process; the memory works in
+its own process. The first worker to fail stops the others
 (their processes are killed) and its error, naming it, is the run's.
 
 When several adapter processes run at once, each also gets its share of the CPUs for the thread
@@ -196,12 +197,13 @@ def worker_env(number: int, tmp: Path | None, at_once: int = 1) -> dict[str, str
 
 class Workers:
     """The adapter processes of one adapter: ``numbers`` (1-based, each a ``MEMBENCH_WORKER``),
-    with temp folders of their own when ``private`` (more than one process runs at once)."""
+    each with a temp folder of its own. ``several``: more than one adapter process runs at once
+    (these, or another run's beside them), so an error says whose it is."""
 
-    def __init__(self, config: Config, numbers: Sequence[int], private: bool,
+    def __init__(self, config: Config, numbers: Sequence[int], several: bool,
                  holding: Sequence[Worker] = ()) -> None:
         self.config = config
-        self.numbers, self.private = list(numbers), private
+        self.numbers, self.several = list(numbers), several
         self.started: list[Worker] = []
         # A ``python`` adapter's other hosts, started with the first but not yet initialized:
         # each imports the module meanwhile (the host does before it reads a request).
@@ -231,7 +233,7 @@ class Workers:
         return worker_env(number, tmp, max(len(self.numbers), _SHARING.at_once))
 
     def _tmp(self, number: int) -> tuple[Path | None, bool]:
-        return seal.worker_tmp(number) if self.private else (None, False)
+        return seal.worker_tmp(number)
 
     def _start(self, number: int) -> None:
         rpc.reap(number, every=False)  # the last process of this number has ended
@@ -252,6 +254,7 @@ class Workers:
         its ``initialize`` allowed them: an adapter that declares ``capabilities.workers:
         false`` never has a second object built nor a second command started (its start-up may
         open the one store)."""
+        number = self.numbers[0]
         try:
             while self.waiting:
                 number, process, tmp, remove = self.waiting.pop(0)
@@ -263,9 +266,9 @@ class Workers:
                 self.started.append(Worker(number, handshake, tmp, remove))
             for number in self.numbers[len(self.started):]:
                 self._start(number)
-        except BaseException:
+        except BaseException as exc:
             self.kill()
-            raise
+            raise _named(number, exc) from None
 
     def one_only(self) -> None:
         """The first worker alone after all: the hosts started beside it are stopped, never
@@ -279,8 +282,13 @@ class Workers:
         """``task`` of every worker, in worker order; each in a thread of its own when there are
         several. The first to fail stops the others, and its error (naming it) is raised."""
         if len(self.started) == 1:
-            with rpc.driving():  # (a selftest's slots: one worker each, several at once)
-                return [task(self.first)]
+            try:
+                with rpc.driving():  # (a selftest's slots: one worker each, several at once)
+                    return [task(self.first)]
+            except BaseException as exc:
+                if self.several:
+                    raise _named(self.first, exc) from None
+                raise
         results: dict[int, T] = {}
 
         def drive(worker: Worker) -> None:
@@ -360,7 +368,7 @@ class Kept:
         self._closed = False
         self._lock = threading.Lock()
 
-    def take(self, config: Config, seam: str, numbers: Sequence[int], private: bool
+    def take(self, config: Config, seam: str, numbers: Sequence[int], several: bool
              ) -> Workers | None:
         """The processes kept for ``numbers`` of ``seam``'s adapter, lent to a run, when they
         can serve it: every number's, or the first's alone for an adapter that allows only one
@@ -377,7 +385,7 @@ class Kept:
             for one in held:
                 one.shutdown()
             return None
-        taken = Workers(config, list(numbers[:len(held)]), private, holding=workers)
+        taken = Workers(config, list(numbers[:len(held)]), several, holding=workers)
         self.lend(taken)
         return taken
 
@@ -403,7 +411,7 @@ class Kept:
                     if old is not None:
                         replaced.append(old)
                     self._held[(seam, worker.number)] = Workers(
-                        workers.config, [worker.number], workers.private, holding=[worker])
+                        workers.config, [worker.number], workers.several, holding=[worker])
                 workers.started = []
         for old in replaced:  # (never two live processes of one number)
             old.kill()
@@ -449,9 +457,11 @@ def _remove(tmp: Path | None, remove: bool) -> None:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _named(worker: Worker, error: BaseException) -> BaseException:
+def _named(worker: Worker | int, error: BaseException) -> BaseException:
     """A worker's error, its message and the adapter's stderr lines saying whose they are."""
-    if isinstance(error, GateError):
-        error.args = (f"worker {worker.number}: {error}",)
-        error.detail = [f"worker {worker.number}: {line}" for line in error.detail]
+    number = worker if isinstance(worker, int) else worker.number
+    if isinstance(error, GateError) and not getattr(error, "worker", None):
+        error.worker = number  # type: ignore[attr-defined]  (named once)
+        error.args = (f"worker {number}: {error}",)
+        error.detail = [f"worker {number}: {line}" for line in error.detail]
     return error

@@ -178,15 +178,21 @@ def _runs(config: Config, mutants: Sequence[type[Mutant]], log: bool, kept: Kept
     return [lambda: base, *(future.result for future in futures)], cancel
 
 
+def announce(text: str) -> None:
+    """A progress line on stderr, written in one call: with ``print``, text and line end are two
+    writes, and two slots' lines ran into each other in a log file."""
+    sys.stderr.write(f"selftest: {text}\n")
+    sys.stderr.flush()
+
+
 def _one(config: Config, mutant: type[Mutant] | None, position: int, total: int, log: bool,
          slot: int | None, loaded: tuple[str, dict[str, SuiteFixtures]], kept: Kept | None,
          on_start: Callable[[str, bool], None] | None = None) -> Baseline:
     """One run of the selftest: the unmutated one (``mutant`` None) or a mutant's, as worker
     ``slot`` beside the others' runs (None: alone, with the config's workers)."""
     if log and mutant is not None:
-        where = f" (worker {slot})" if slot is not None else ""
-        print(f"selftest: mutant {position}/{total} {mutant.name}{where}", file=sys.stderr,
-              flush=True)
+        announce(f"mutant {position}/{total} {mutant.name}"
+                 + (f" (worker {slot})" if slot is not None else ""))
     if slot is None:
         return run(config, wrap=mutant, preloaded=loaded, kept=kept).to_baseline()
     return run(config, wrap=mutant, preloaded=loaded, first_worker=slot, alongside=True,

@@ -63,7 +63,7 @@ def regression(ids: list[str], justification: str) -> tuple[Verdict, Results, Ba
                        cells={"veto/files_known": Cell(metrics={"veto_recall_at_k": recall},
                                                        gold_total=20, failed=failed)},
                        receipt={"tool_version": "0", "git_sha": "b" * 40, "started_at": "x",
-                                "duration_s": 1, "adapter": "x"}, items={})
+                                "duration": 1, "adapter": "x"}, items={})
 
     base = results(0.9, ["scn-1"]).to_baseline()
     head = results(0.7, ["scn-1", *ids])

@@ -21,6 +21,8 @@ as a user's memory system does (``adapter.python = "adapters_for_tests:Oracle"``
   ``workers = False``. :class:`SharedFileStore` keeps every record in one file all its processes
   share (a shared on-disk store). :class:`CrashInWorkerOne` crashes on its third search in worker
   1 (two seconds into it) and, in the other workers, takes ``hang`` seconds per search.
+  :class:`FaultInWorkerTwo` is the reference memory everywhere but in worker 2, where every
+  search crashes, answers an id nobody ingested or a score of 1e300.
 - :class:`StartLog` is the reference memory that appends its worker's number and pid to
   ``<log>/starts.jsonl`` when built (one line per adapter object, so per process);
   :class:`DiesInItsSecondRun` the same, exiting at once on the search after its first ``searches``
@@ -306,6 +308,27 @@ class CrashInWorkerOne(WorkerProbe):
         if not self.first:
             time.sleep(self.hang)
         return super().search(query)
+
+
+class FaultInWorkerTwo(ReferenceMemory):
+    """The reference memory, except in worker 2 (``MEMBENCH_WORKER``), which does ``fault`` on
+    every search: ``unknown`` answers an id nobody ingested, ``huge`` a score of 1e300,
+    ``crash`` exits."""
+
+    def __init__(self, fault: str = "crash", **options: Any) -> None:
+        super().__init__(**options)
+        self.fault = fault if os.environ.get("MEMBENCH_WORKER") == "2" else None
+
+    def search(self, query: Query) -> Answer:
+        answer = super().search(query)
+        if self.fault == "crash":
+            print("worker two: out of memory", file=sys.stderr, flush=True)
+            os._exit(3)
+        if self.fault == "unknown":
+            return Answer([Hit("made-up-id", 1.0), *answer.hits][:query.k], answer.abstain)
+        if self.fault == "huge":
+            return Answer([Hit(h.id, 1e300) for h in answer.hits[:1]], answer.abstain)
+        return answer
 
 
 class StartLog(ReferenceMemory):

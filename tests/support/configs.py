@@ -73,7 +73,7 @@ def veto_results(failed: list[str]) -> Results:
         schema_version=1, fixtures_hash="f" * 64, config={"suites": {}}, digests={},
         cells={"veto/files_known": Cell(metrics={"veto_recall_at_k": 0.9}, gold_total=10,
                                         failed=failed)},
-        receipt={"tool_version": "0", "started_at": "x", "duration_s": 1, "adapter": "a"},
+        receipt={"tool_version": "0", "started_at": "x", "duration": 1, "adapter": "a"},
         items={})
 
 

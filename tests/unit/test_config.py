@@ -43,7 +43,7 @@ def test_numbers_are_recorded_as_written() -> None:
 @pytest.mark.parametrize(("text", "needle"), [
     ('[suites.veto]\nk = 5.0\n', "suites.veto.k must be an integer from 1 to 1000, got 5.0"),
     ('[suites.veto]\nk = "5"\n', "suites.veto.k must be an integer from 1 to 1000, got '5'"),
-    ('[suites.veto]\nk = true\n', "got True"),
+    ('[suites.veto]\nk = true\n', "got true"),
     ('[suites.veto]\n[gate]\ninclude_holdout = "yes"\n', "gate.include_holdout must be true or false"),
     ('[suites.abstention]\nlambdas = [2, 2.0]\n', "suites.abstention.lambdas: a value is repeated"),
     ('[suites.abstention]\nlambdas = [1, nan]\n', "suites.abstention.lambdas must be a non-empty list"),

@@ -212,7 +212,7 @@ def _replay_pair(fx: Fixtures, pair: ContinuityPair, session: SuiteSession,
 
 
 def _share(part: int, whole: int) -> float:
-    """part / whole, 1 when there is nothing to take a share of (DESIGN §5d)."""
+    """part / whole, 1 when there is nothing to take a share of."""
     return part / whole if whole else 1.0
 
 

@@ -128,13 +128,28 @@ def test_each_worker_has_its_number_and_a_temp_folder_of_its_own(tmp_path: Path)
     folders = {s["tmpdir"] for s in seen}
     assert len(folders) == 3 and all(s["tmp_exists"] for s in seen)
     assert not any(os.path.exists(folder) for folder in folders)  # removed after the run
-    # --jobs overrides the table: one worker, the environment's own temp folder.
+    # --jobs overrides the table: one worker — still numbered, still with a folder of its own
+    # (not the gate's: two commands at once on one machine must not share a store).
     for path in tmp_path.glob("worker-*.json"):
         path.unlink()
-    done = run_cli("run", "--jobs", "1", cwd=tmp_path)
+    env = {"TMPDIR": str(tmp_path / "gate-tmp")}
+    (tmp_path / "gate-tmp").mkdir()
+    done = run_cli("run", "--jobs", "1", cwd=tmp_path, env=env)
     assert done.returncode == 0, done.stderr
     assert sorted(p.name for p in tmp_path.glob("worker-*.json")) == ["worker-1.json"]
-    assert json.loads((tmp_path / "worker-1.json").read_text())["tmpdir"] not in folders
+    alone = json.loads((tmp_path / "worker-1.json").read_text())
+    assert alone["worker"] == "1" and alone["tmp_exists"], alone
+    assert alone["tmpdir"] not in folders and Path(alone["tmpdir"]).parent == tmp_path / "gate-tmp"
+    assert not os.path.exists(alone["tmpdir"])
+    # doctor's own processes (the handshake, the determinism check's) are worker 1 as well.
+    for path in tmp_path.glob("worker-*.json"):
+        path.unlink()
+    done = run_cli("doctor", "--jobs", "1", cwd=tmp_path, env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert sorted(p.name for p in tmp_path.glob("worker-*.json")) == ["worker-1.json", "worker-2.json"]
+    probe = json.loads((tmp_path / "worker-1.json").read_text())
+    assert probe["tmp_exists"] and not os.path.exists(probe["tmpdir"])
+    assert list((tmp_path / "gate-tmp").iterdir()) == []  # every folder went with its process
 
 
 def test_workers_share_the_cpus_between_their_thread_pools(tmp_path: Path) -> None:
@@ -380,3 +395,54 @@ def test_a_conversation_session_or_pair_is_replayed_by_one_worker_only(suite: st
     # Every unit the one worker replayed is replayed once in all, by one of the three.
     assert sorted(replayed) == sorted(one.resets) and len(set(replayed)) == len(replayed)
     assert all(direct.resets for direct in sessions)  # and the work is really spread
+
+
+def test_doctor_names_the_worker_and_does_not_blame_sharing_for_an_unknown_id(
+        tmp_path: Path) -> None:
+    write_config(tmp_path, SMALL, "adapters_for_tests:FaultInWorkerTwo", options='fault = "unknown"')
+    done = run_cli("doctor", "--jobs", "2", cwd=tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    line = next(line for line in done.stdout.splitlines() if "two workers" in line)
+    assert line.lstrip().startswith("FAIL") and "'made-up-id', which no worker ingested" in line
+    assert "workers = 1 is required" not in line and "only worker 1 ingested" not in line, line
+    crash = tmp_path / "crash"
+    write_config(crash, SMALL, "adapters_for_tests:FaultInWorkerTwo", options='fault = "crash"')
+    done = run_cli("doctor", "--jobs", "2", cwd=crash)
+    assert done.returncode == 1, done.stdout + done.stderr
+    line = next(line for line in done.stdout.splitlines() if "two workers" in line)
+    assert line.lstrip().startswith("FAIL") and "worker 2: adapter search() failed" in line, line
+    assert "worker two: out of memory" in line  # the stderr line, and whose
+
+
+def test_a_score_a_results_file_cannot_hold_is_the_search_calls_error(tmp_path: Path) -> None:
+    write_config(tmp_path, SMALL, "adapters_for_tests:FaultInWorkerTwo", options='fault = "huge"')
+    done = run_cli("run", "--jobs", "2", "--out", "r.json", cwd=tmp_path)
+    assert done.returncode == 4, done.stderr
+    errors = [line for line in done.stderr.splitlines() if "error:" in line]
+    assert len(errors) == 1 and errors[0].startswith("membench-gate: error: worker 2: "), errors
+    assert "search()" in errors[0] and "score out of range: 1e+300" in errors[0], errors
+    assert json.loads((tmp_path / "r.json").read_text())["verdict"] == "error"
+    doctor = run_cli("doctor", cwd=tmp_path, env={"MEMBENCH_FAULT_IGNORED": "1"})
+    assert doctor.returncode == 0, doctor.stdout  # worker 1 alone answers: the control
+
+
+def test_the_determinism_checks_passes_and_selftests_slots_name_their_worker(
+        tmp_path: Path) -> None:
+    from membench_gate.errors import GateError
+    from membench_gate.run.determinism import run_twice
+
+    write_config(tmp_path, SMALL, "adapters_for_tests:FaultInWorkerTwo", options='fault = "crash"')
+    config = load_config(tmp_path / "membench.toml").with_workers(2)
+    with pytest.raises(GateError) as raised:  # the second pass is worker 2's
+        run_twice(config, None, load_fixtures(config))
+    assert str(raised.value).startswith("worker 2: adapter search() failed"), raised.value
+    assert any(line.startswith("worker 2: ") and "out of memory" in line
+               for line in raised.value.detail), raised.value.detail
+    # A selftest's slots: two runs at once, each line of their progress whole on a line of its own.
+    write_config(tmp_path / "ok", SMALL)
+    selftest = run_cli("selftest", "--jobs", "2", cwd=tmp_path / "ok")
+    assert selftest.returncode in (0, 1), selftest.stdout + selftest.stderr  # (blind: 1)
+    progress = [line for line in selftest.stderr.splitlines() if "selftest: mutant" in line]
+    assert len(progress) >= 2 and all(line.startswith("selftest: mutant") and
+                                      line.count("selftest:") == 1 for line in progress), progress
+    assert {line.rsplit("(", 1)[-1] for line in progress} == {"worker 1)", "worker 2)"}, progress

@@ -75,7 +75,7 @@ def parse(html: str) -> Tables:
 def results(cells: dict[str, Cell], hash_: str = "h" * 64) -> Results:
     return Results(schema_version=1, fixtures_hash=hash_, config={}, cells=cells,
                    digests={}, receipt={"tool_version": "0", "git_sha": "a" * 40,
-                                        "started_at": "x", "duration_s": 1, "adapter": "x"},
+                                        "started_at": "x", "duration": 1, "adapter": "x"},
                    items={})
 
 

@@ -15,7 +15,7 @@ def results(recall: float, failed: list[str], gold_total: int = 4) -> Results:
         cells={"veto/files_known": Cell(metrics={"veto_recall_at_k": recall}, gold_total=gold_total,
                                         failed=failed),
                "abstention/control_shuffled": Cell(metrics={}, gold_total=1, failed=[])},
-        receipt={"tool_version": "0", "started_at": "x", "duration_s": 2.25, "adapter": "a"},
+        receipt={"tool_version": "0", "started_at": "x", "duration": 2.25, "adapter": "a"},
         items={})
 
 
@@ -32,6 +32,10 @@ def test_run_summary_counts_passing_items_and_says_what_a_control_does() -> None
     assert "  abstention/control_shuffled: control fails as designed" in lines
     assert lines[-1] == "results written to out.json"
     assert "written" not in run_summary(results(0.75, []), None)
+    merged = results(0.75, [])
+    merged.receipt.merged_shards = 3
+    assert run_summary(merged, None).splitlines()[0].startswith(
+        "2 cells merged from 3 shards (the longest ran 2.")
 
 
 def test_verdict_summary_leads_with_the_verdict_then_the_breaches() -> None:
