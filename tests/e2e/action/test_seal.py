@@ -33,8 +33,11 @@ from membench_gate.reference import ReferenceMemory
 class WhoAmI(ReferenceMemory):
     def __init__(self, **options):
         super().__init__(**options)
-        if os.environ.get("TMPDIR"):  # the sandbox's own (else: nowhere of anybody's)
-            with open(os.path.join(os.environ["TMPDIR"], "whoami.jsonl"), "a") as out:
+        # TMPDIR is this process's own folder (removed with it), inside the sandbox's temp
+        # folder, which outlives it: the log goes there.
+        if os.environ.get("TMPDIR"):
+            log = os.path.join(os.path.dirname(os.environ["TMPDIR"]), "whoami.jsonl")
+            with open(log, "a") as out:
                 out.write(json.dumps({"uid": os.getuid(), "cwd": os.getcwd()}) + "\\n")
 '''
 
