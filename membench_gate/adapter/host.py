@@ -47,6 +47,7 @@ if __name__ == "__main__":  # pragma: no branch - fix the path before importing 
     _TARGET, _EXTRA = _parse_argv(sys.argv[1:])
     _fix_sys_path(_EXTRA)
 
+import gc  # noqa: E402
 import importlib  # noqa: E402
 import json  # noqa: E402
 from collections.abc import Callable, Iterable, Iterator, Mapping  # noqa: E402
@@ -314,12 +315,23 @@ def serve(target: str, requests: Iterable[bytes], responses: BinaryIO) -> int:
     collector, run every 700 new objects, walked over and over (with only the decoding and the
     records' building paused, 0.8 s of the host's 2.9 s of CPU for 100,000 records; 0.1 s with
     the whole request paused). Whatever the request left is collected after it, as
-    usual; cyclic garbage an adapter makes during one call waits for the call's end."""
+    usual; cyclic garbage an adapter makes during one call waits for the call's end.
+
+    What an ``ingest`` leaves behind is the store, alive until the next ``reset``: it is moved
+    out of the collector's sight (``gc.freeze``) instead of being walked by the collections that
+    follow, over and over as the store grows, and handed back (``gc.unfreeze``) when ``reset``
+    has been answered, so that anything of the old store only a collection can free (a cycle) is
+    freed as usual. Objects are still freed by their reference counts while frozen. 100,000
+    records in batches: the host's CPU for the requests 0.71 → 0.65 s (benchmarks/README.md)."""
     host = Host(target, preload(target))
     for line in requests:
         with collector_paused():
             method = _answer(host, line, responses)
-        if method == "shutdown":
+        if method == "ingest":
+            gc.freeze()
+        elif method == "reset":
+            gc.unfreeze()
+        elif method == "shutdown":
             return 0
     _close_at_end(host)
     return 0

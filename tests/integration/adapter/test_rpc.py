@@ -506,6 +506,59 @@ def test_the_host_answers_each_request_with_the_collector_paused(tmp_path: Path)
     assert [h["text"] for h in answer["hits"]] == ["ingest:False", "search:False"]
 
 
+FREEZE_PROBE = """
+import gc
+import weakref
+
+from membench_gate import Answer, Hit
+
+
+class Node:
+    def __init__(self, records):
+        self.records, self.me = list(records), self  # a cycle: only a collection frees it
+
+
+class Probe:
+    def __init__(self):
+        self.store, self.old = None, None
+
+    def reset(self):
+        if self.store is not None:
+            self.old = weakref.ref(self.store)
+        self.store = None
+
+    def ingest(self, records):
+        self.store = Node(records)
+
+    def search(self, query):
+        gc.collect()  # what a collection may free now
+        gone = self.old is not None and self.old() is None
+        return Answer([Hit("h", 1.0, f"frozen:{gc.get_freeze_count() > 0} old store freed:{gone}")],
+                      abstain=False)
+"""
+
+
+def test_what_an_ingest_stores_is_frozen_until_the_next_reset(tmp_path: Path) -> None:
+    from membench_gate.adapter import rpc
+
+    (tmp_path / "freezeprobe.py").write_text(FREEZE_PROBE)
+    record = {"id": "r1", "text": "a", "source": "default", "files": [], "created_at": None,
+              "reviewed_at": None, "relevance": None, "entity": None, "aliases": [], "meta": {}}
+    texts = []
+    with rpc.start(rpc.adapter_argv(None, "freezeprobe:Probe"), tmp_path, {}, 30.0) as client:
+        for _ in range(2):
+            client.process.call("reset", {})
+            texts.append(client.process.call("search", {"query": query_to_wire(Query("x", k=5))}))
+            client.process.call("ingest", {"records": [record]})
+            texts.append(client.process.call("search", {"query": query_to_wire(Query("x", k=5))}))
+    assert [t["hits"][0]["text"] for t in texts] == [
+        "frozen:False old store freed:False",  # nothing ingested yet
+        "frozen:True old store freed:False",   # the store, out of the collector's sight
+        "frozen:False old store freed:True",   # handed back at the reset: its cycle collected
+        "frozen:True old store freed:True",
+    ]
+
+
 def test_ingest_batches_are_built_and_encoded_with_the_collector_paused(tmp_path: Path) -> None:
     import gc
 
