@@ -16,6 +16,7 @@ import os
 import sys
 from typing import TextIO
 
+from membench_gate import process
 from membench_gate.defaults import GATE_ONLY_VARIABLE
 from membench_gate.errors import Terminated, visible
 
@@ -24,6 +25,7 @@ def start() -> None:
     """What the console does before it parses the command line."""
     without_pydantic_plugins()
     tune_gc()
+    process.own()  # what a command loads to measure with lives to its end (membench_gate.process)
     stop_on_signals()
 
 

@@ -9,7 +9,8 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, TextIO, cast
 
-from membench_gate import __version__
+from membench_gate import __version__, process
+from membench_gate.adapter.types import collector_paused
 from membench_gate.config import Config
 from membench_gate.errors import GateError
 from membench_gate.model.cells import join
@@ -97,12 +98,16 @@ def progress_reporter(stream: TextIO | None = None) -> Progress:
 
 def load_fixtures(config: Config) -> tuple[str, dict[str, SuiteFixtures]]:
     """The fixtures hash and the loaded, validated fixtures of every enabled suite of ``config``
-    (nothing is run: this is what a run measures with)."""
-    loaded = {
-        name: load_suite(name, options.fixtures, config.base_dir, config.include_holdout)
-        for name, options in config.suites.items()
-    }
-    return hash_of(config, {name: fixtures.files for name, fixtures in loaded.items()}), loaded
+    (nothing is run: this is what a run measures with). Loaded with the collector paused, and
+    kept out of its sight after (:func:`membench_gate.process.keep`): all of it lives on."""
+    with collector_paused():
+        loaded = {
+            name: load_suite(name, options.fixtures, config.base_dir, config.include_holdout)
+            for name, options in config.suites.items()
+        }
+        measured = hash_of(config, {name: fixtures.files for name, fixtures in loaded.items()})
+    process.keep()
+    return measured, loaded
 
 
 def cell_digests(fixtures: SuiteFixtures, items: dict[str, Any]) -> dict[str, str]:

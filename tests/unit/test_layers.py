@@ -17,7 +17,7 @@ from tests.support.paths import REPO
 # The rank of each top-level module or package of membench_gate; the root entry points
 # (``membench_gate/__init__.py``, ``__main__.py`` and the ``host`` and ``action`` shims) are above all.
 RANKS = {
-    "errors": 0, "defaults": 0,
+    "errors": 0, "defaults": 0, "process": 0,
     "files": 1, "budget": 1,
     "model": 2,
     "adapter": 3, "gate": 3,

@@ -1,0 +1,34 @@
+"""``membench_gate/process.py``: only the console's own process freezes what it loaded."""
+
+from __future__ import annotations
+
+import gc
+
+import pytest
+
+from membench_gate import process
+
+
+def test_what_a_command_loaded_is_frozen_only_when_the_console_owns_the_process(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    loaded = [[n] for n in range(1000)]  # containers the collector tracks
+    monkeypatch.setattr(process, "_owned", False)
+    process.keep()
+    assert gc.get_freeze_count() == 0  # a library call (this test process) changes nothing
+    monkeypatch.setattr(process, "_owned", True)
+    try:
+        process.keep()
+        assert gc.get_freeze_count() >= len(loaded)
+    finally:
+        gc.unfreeze()
+    del loaded
+
+
+def test_the_console_owns_its_process() -> None:
+    import subprocess
+    import sys
+
+    code = ("import gc; from membench_gate.cli import runtime; from membench_gate import process; "
+            "runtime.start(); process.keep(); print(gc.get_freeze_count() > 0)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "True"
