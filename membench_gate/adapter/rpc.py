@@ -1041,9 +1041,13 @@ def _batch(records: Sequence[Record]) -> RecordBatch:
 
 
 def _short(value: Any, limit: int = 120) -> str:
+    """``value`` for an error line: at most ``limit`` characters, and a cut one says so."""
     if isinstance(value, str):
-        return repr(value[:limit])
+        return repr(value[:limit]) + ("…" if len(value) > limit else "")
+    if type(value) is int and len(text := str(value)) > limit:  # (a score of 301 digits)
+        return f"{text[:12]}… (an integer of {len(text)} digits)"
     try:
-        return json.dumps(value, default=repr)[:limit]
+        text = json.dumps(value, default=repr)
     except (ValueError, RecursionError):
         return type(value).__name__
+    return text if len(text) <= limit else text[:limit] + "…"

@@ -422,8 +422,12 @@ def test_a_score_a_results_file_cannot_hold_is_the_search_calls_error(tmp_path: 
     assert len(errors) == 1 and errors[0].startswith("membench-gate: error: worker 2: "), errors
     assert "search()" in errors[0] and "score out of range: 1e+300" in errors[0], errors
     assert json.loads((tmp_path / "r.json").read_text())["verdict"] == "error"
-    doctor = run_cli("doctor", cwd=tmp_path, env={"MEMBENCH_FAULT_IGNORED": "1"})
-    assert doctor.returncode == 0, doctor.stdout  # worker 1 alone answers: the control
+    # doctor's workers row reads worker 2's answers too (its own row of checks is worker 1's).
+    doctor = run_cli("doctor", "--jobs", "2", cwd=tmp_path)
+    assert doctor.returncode == 1, doctor.stdout
+    line = next(line for line in doctor.stdout.splitlines() if "two workers" in line)
+    assert line.lstrip().startswith("FAIL") and "worker 2: " in line and "1e15" in line, line
+    assert sum(line.lstrip().startswith("FAIL") for line in doctor.stdout.splitlines()) == 1
 
 
 def test_the_determinism_checks_passes_and_selftests_slots_name_their_worker(
