@@ -546,22 +546,25 @@ def _kinds(verdict: Verdict) -> set[str]:
     return {entry.kind for entry in Breaches.of(verdict.breaches).entries}
 
 
-# Where ``bless --results`` reads this run's numbers when the check saved none: the file
-# ``check --out`` writes (the action's ``results-path`` output in CI).
-RESULTS_FILE = "results.json"
-
-
 def bless_command(verdict: Verdict, results: Results | None, base: Baseline | None,
                   ranked: list[Ranked] | None = None, results_path: str | None = None,
                   justify: bool = False) -> str:
-    """``membench-gate bless --results FILE`` as it must be run for this verdict, quoted to work
-    as printed: it blesses the numbers this check measured instead of running every suite
-    again. ``justify`` asks for a justification even when no breach needs one."""
+    """``membench-gate bless`` as it must be run for this verdict, quoted to work as printed.
+
+    ``results_path`` is where this check's numbers are saved when they are (``check --out``,
+    or the ``--results`` file it checked): ``--results`` then blesses them instead of running
+    every suite again. Without one there is no file to name — a check that saved nothing, or a
+    PR comment read far from the runner's files — and the command is the bless that runs the
+    suites itself, on a checkout of the branch. A base given with ``--base-ref`` is passed on,
+    so the bless compares with the base this check did. ``justify`` asks for a justification
+    even when no breach needs one."""
     keys = justify or any(kind not in HARD_KINDS for kind in _kinds(verdict))
     draft = justification_draft(verdict, results, base, ranked) if keys else ""
     text = f" --justification {_quote(draft)}" if keys else ""
-    path = _quote(results_path or RESULTS_FILE)
-    return f"membench-gate bless{config_flag(verdict)} --results {path}{text}"
+    saved = f" --results {_quote(results_path)}" if results_path else ""
+    base_ref = f" --base-ref {verdict.base.sha}" if verdict.base.how == "explicit" \
+        and verdict.base.sha else ""
+    return f"membench-gate bless{config_flag(verdict)}{base_ref}{saved}{text}"
 
 
 class NextStep(NamedTuple):
