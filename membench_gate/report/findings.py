@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from membench_gate.gate.rules import HARD_KINDS, NO_BASE_BASELINE
+from membench_gate.gate.rules import HARD_KINDS, NO_BASE_BASELINE, unmeasured
 from membench_gate.model import cells as cell_names
 from membench_gate.model import metrics
 from membench_gate.model.canonical import round4
@@ -152,7 +152,8 @@ class Ranked(NamedTuple):
         if self.group == INVARIANT:
             return f"{_shown(self.head)} (must be 0)"
         if self.group == FLOOR:
-            return f"{_shown(self.head)} vs floor {_shown(self.base)}"
+            return f"{_shown(self.head)} vs floor {_shown(self.base)}" if self.head is not None \
+                else f"not measured (floor {_shown(self.base)})"
         if self.kind in ("metric-missing", "cell-missing"):
             return "not measured"
         if self.delta != "—":
@@ -201,6 +202,8 @@ def _metric_row(breach: Breach, results: Results | None, base: Baseline | None,
     else:  # relative to the metric's range, so NET(10) does not outrank recall by its scale
         size = abs(diff) / metrics.span(name or "") if diff is not None else 0.0
     shown = delta_text(name, breach.base, breach.head) if name else "—"
+    if group == FLOOR and breach.head is None:
+        shown = "not measured"
     # The table shows base, head and Δ: a detail that only repeats them is left out.
     detail = "" if breach.kind in _SAID_BY_NUMBERS and name else breach.detail
     # The base's items are the head's when the fixtures are the same (same-hash).
@@ -298,7 +301,7 @@ def _phrase(row: Ranked) -> str:
         return f"{row.what.split(' on ')[0]} {_shown(row.head)} (must be 0)"
     if row.group == FLOOR:
         return f"{row.what.split(' on ')[0]} {_shown(row.head)} past its floor {_shown(row.base)}" \
-            if row.head is not None else f"{row.what} not measured (floor)"
+            if row.head is not None else f"floor on {row.what}: not measured by this run"
     if row.kind in ("metric", "metric-missing") and name is not None:
         counts = f" ({row.base_share} → {row.head_share})" if row.base_share and \
             row.head_share else f" (now {row.head_share})" if row.head_share else ""
@@ -614,6 +617,8 @@ def next_step(verdict: Verdict, results: Results | None = None, base: Baseline |
                         "changed, or the committed baseline does not match this run)", (bless,))
     if verdict.verdict == "regression" and hard:
         first = next((r for r in ranked if r.group in (INVARIANT, FLOOR)), ranked[0])
+        if first.group == FLOOR and first.head is None:
+            return NextStep(_unmeasured_floor(first, results), show)
         return NextStep(f"fix the code: {first.what} cannot be blessed or waived", show)
     if verdict.verdict == "regression" and keys:
         if ranked and all(r.group == ITEMS for r in ranked) and worst:
@@ -634,6 +639,17 @@ def next_step(verdict: Verdict, results: Results | None = None, base: Baseline |
         return NextStep("optional: bank the improvements, so a later pull request cannot give "
                         "them back unseen", (bless,))
     return NextStep("nothing to do")
+
+
+def _unmeasured_floor(row: Ranked, results: Results | None) -> str:
+    """The next step of a floor this run does not measure: no code to fix, a measurement to
+    restore, or a floor to drop where it is set (docs/gate.md, "Floors")."""
+    cell, name, _ = split_key(row.key)
+    why = f" ({unmeasured(results, cell, name)})" if results is not None and name else ""
+    return (f"the floor on {row.what} names a metric this run does not measure{why}: measure it "
+            "again (a floor cannot be blessed or waived), or drop the floor — from [floors] here "
+            "when only this config sets it; a floor of the base branch's config holds until a "
+            "pull request that still measures it removes it there")
 
 
 def alternatives(verdict: Verdict) -> list[str]:

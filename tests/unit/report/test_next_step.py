@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import shlex
 
-from membench_gate.gate.rules import decide
+from membench_gate.gate.rules import decide, floors_of
 from membench_gate.model.results import Baseline, Cell, Justification, Results
 from membench_gate.model.verdict import BaseInfo, Breach
 from membench_gate.report.render import render
@@ -112,6 +112,32 @@ def test_the_bless_compares_with_the_base_the_check_was_given() -> None:
     assert shlex.split(line)[:4] == ["membench-gate", "bless", "--base-ref", "c" * 40]
     verdict.base = BaseInfo(ref="origin/main", sha="c" * 40, how="remote-default-branch")
     assert "--base-ref" not in verdict_summary(verdict, head, base).splitlines()[3]
+
+
+def test_a_floor_this_run_does_not_measure_is_said_so_with_what_resolves_it() -> None:
+    # NET(3) is off the λ list: no code to fix, a measurement to restore or a floor to drop.
+    base = _base()
+    head = run(BASE_NETS, ["probe-001"])
+    verdict = decide(base, base, head, floors=floors_of({"abstention/default:net_at_3": 0.1}, {}))
+    assert verdict.verdict == "regression"
+    [breach] = verdict.breaches
+    assert breach.detail == ("floor >= 0.1 (base config), but this run does not measure net_at_3 "
+                             "on abstention/default: abstention/default does not report net_at_3")
+    lines = verdict_summary(verdict, head, base).splitlines()
+    assert lines[1] == "  floor on NET(3) on abstention/default: not measured by this run"
+    assert lines[2] == (
+        "  next step: the floor on NET(3) on abstention/default names a metric this run does not "
+        "measure (abstention/default does not report net_at_3): measure it again (a floor cannot "
+        "be blessed or waived), or drop the floor — from [floors] here when only this config "
+        "sets it; a floor of the base branch's config holds until a pull request that still "
+        "measures it removes it there")
+    row = next(r for r in parse(to_html(render(verdict, head, base))).tables[0]
+               if r[1].startswith("NET(3)"))
+    assert row[4] == "not measured (floor 0.1)"
+    # A floor measured and broken is still code to fix.
+    broken = decide(base, base, head, floors=floors_of({"abstention/default:net_at_1": 0.9}, {}))
+    assert "next step: fix the code: NET(1) on abstention/default cannot be blessed" in \
+        verdict_summary(broken, head, base)
 
 
 def test_a_clear_improvement_that_swapped_one_item_names_the_gain_and_the_item() -> None:
