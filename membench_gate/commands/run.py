@@ -9,7 +9,7 @@ from membench_gate.errors import ExitCode
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    with fail_closed(str(args.config), [args.out]):
+    with fail_closed(str(args.config), {"--out": args.out}):
         from membench_gate.adapter import seal
         from membench_gate.config import load_config
         from membench_gate.files import write_atomic
