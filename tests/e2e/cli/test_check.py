@@ -185,6 +185,22 @@ def test_the_gate_validates_without_pydantic_plugins(work: Path, tmp_path: Path)
     assert done.stdout.strip() == "False", done.stderr
 
 
+def test_a_malformed_schema_version_at_base_is_an_error(work: Path) -> None:
+    # "1" is not a version this tool does not know: it is a field of the wrong type (rule 3's
+    # INCONCLUSIVE is for a well-formed unknown version only).
+    git(work, "checkout", "-q", "main")
+    data = json.loads((work / "baselines/main.json").read_text())
+    commit(work, "a string version", {"baselines/main.json": json.dumps(
+        {**data, "schema_version": "1"})})
+    git(work, "checkout", "-q", "-b", "pr2")
+    commit(work, "restore", {"baselines/main.json": json.dumps(data)})
+    code, verdict, out = verdict_of(work, "--base-ref", "refs/heads/main")
+    assert code == 4 and verdict["verdict"] == "error", out
+    assert verdict["notes"][0].endswith("baselines/main.json at base "
+                                        f"{git(work, 'rev-parse', 'main')[:12]}: schema_version: "
+                                        "must be an integer, got '1'"), verdict["notes"]
+
+
 def test_unknown_schema_version_at_base_is_inconclusive(work: Path) -> None:
     git(work, "checkout", "-q", "main")
     data = json.loads((work / "baselines/main.json").read_text())
