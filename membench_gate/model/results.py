@@ -83,10 +83,12 @@ class Cell(_Strict):
 
 
 class Justification(_Strict):
-    """Why a maintainer accepted breaches; ``breaches`` lists their keys."""
+    """Why a maintainer accepted breaches; ``breaches`` lists their keys. Both are required:
+    ``bless`` always writes both (``[]`` when nothing was breached), so a justification without
+    its list is not one the gate wrote — and rule 8 compares that list with the breaches."""
 
     text: str
-    breaches: list[str] = []
+    breaches: list[str]
 
 
 class Baseline(_Strict):

@@ -42,3 +42,24 @@ def test_a_verdict_file_read_as_results_or_baseline_says_what_it_is() -> None:
     with pytest.raises(GateError, match=r"^b\.json: a verdict file \(verdict 'error'\), not a "
                                         "baseline"):
         parse_baseline(verdict, "b.json")
+
+
+def test_a_justification_without_its_breaches_is_refused_like_a_missing_field() -> None:
+    # DESIGN §7: justification {text, breaches}. Every justification bless writes has both.
+    from membench_gate.model.results import Baseline, Justification, dumps_baseline, parse_baseline
+
+    head = '{"schema_version": 1, "fixtures_hash": "f", "config": {}, "cells": {}, '
+    with pytest.raises(GateError) as caught:
+        parse_baseline(head + '"justification": {"text": "x"}}', "b.json")
+    assert (str(caught.value), caught.value.exit_code) == (
+        "b.json: justification.breaches: Field required", 4)
+    with pytest.raises(GateError, match=r"^b\.json: justification\.extra: Extra inputs"):
+        parse_baseline(head + '"justification": {"text": "x", "breaches": [], "extra": 1}}',
+                       "b.json")
+    # What the gate writes, with nothing breached too, reads back as it was.
+    for keys in ([], ["veto/files_known:veto_recall_at_k"]):
+        written = dumps_baseline(Baseline(schema_version=1, fixtures_hash="f", config={},
+                                          cells={}, justification=Justification(
+                                              text="why", breaches=keys)))
+        assert parse_baseline(written, "b.json").justification == Justification(text="why",
+                                                                                breaches=keys)
