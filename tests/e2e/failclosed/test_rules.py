@@ -145,6 +145,9 @@ def blessed_origin(tmp_path_factory: pytest.TempPathFactory) -> Path:
      "placeholder"),
     ("abstention/default net_at_1 net_at_2 net_at_5 net_at_10 dropped after the dims change "
      "dropped dropped", "5 distinct words"),
+    # Short of words, not a stock phrase: the check that failed is the one named.
+    ("tau 0.6 net_at_1 net_at_2 abstention/default",
+     "(too short: 1 distinct word besides metric, cell and item names, need 6)"),
     # A placeholder in Cyrillic look-alikes, fullwidth letters and a zero-width space.
     ("uрdate bаseline for abstention/default net_at_1 ｕｐｄａｔｅ ｂａｓｅｌｉｎｅ wi\u200bp",
      "placeholder"),
