@@ -1,4 +1,5 @@
-"""``membench-gate run``: run the suites and write a results file."""
+"""``membench-gate run``: run the suites and print a summary; with ``--out``, write the results
+file too. There is no default file: a run that names none writes nothing (docs/gate.md, "Files")."""
 
 from __future__ import annotations
 
