@@ -165,9 +165,14 @@ def _floor_key(key: str) -> str:
     if not metrics.known_cell(cell):
         known = [cells.join(seam, known) for known in metrics.CELLS]
         raise problem(f"unknown cell {cell!r}{_suggest(cell, known)}")
-    if metrics.spec(metric).suite == "?":
+    owner = metrics.spec(metric).suite
+    if owner == "?":
         known = [m for m in metrics.REGISTRY if not m.startswith("net_at_")]
         raise problem(f"unknown metric {metric!r}{_suggest(metric, known)}")
+    # A metric of another suite is a floor no run can ever meet (docs/gate.md, "Floors"): said
+    # now, where the key is, not as a failing check. Whether this run measures it is the check's.
+    if owner != suite and metric not in metrics.SHARED_INVARIANTS.get(suite, ()):
+        raise problem(f"{metric} is a metric of the {owner} suite: no {suite} cell reports it")
     return key
 
 

@@ -51,13 +51,17 @@ def write_atomic(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` through a temp file and a rename: never a half-written file.
 
     The file gets the mode a plain write would give it: an existing file keeps its mode, a new
-    one gets 0666 less the umask (0644 usually) — not the temp file's private 0600.
+    one gets 0666 less the umask (0644 usually) — not the temp file's private 0600. A directory
+    at ``path`` is a ``GateError`` naming it, before any temp file is made.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
-        mode = stat.S_IMODE(path.stat().st_mode)
+        found = path.stat().st_mode
     except OSError:
-        mode = 0o666 & ~_umask()
+        found = None
+    if found is not None and stat.S_ISDIR(found):
+        raise GateError(f"{path}: is a directory")
+    mode = stat.S_IMODE(found) if found is not None else 0o666 & ~_umask()
     import tempfile  # (with shutil, bz2 and lzma: a check that writes nothing never needs it)
 
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)

@@ -101,7 +101,8 @@ COMMENT_RESULTS = RESULTS.but(help="results JSON of the run the verdict is about
 
 # -- files written --------------------------------------------------------------------------------
 
-OUT = option("--out", type=Path, help="results file to write (JSON)")
+OUT = option("--out", type=Path, help="write the results file (JSON); without it, run writes no "
+                                      "file and only prints a summary")
 CHECK_OUT = OUT.but(metavar="FILE", help="also write this run's results file (as run --out does)")
 MERGE_OUT = OUT.but(metavar="FILE", required=True, help="merged results file to write (JSON)")
 IMPORT_OUT = OUT.but(metavar="DIR", required=True, help="fixture folder to write (with SOURCE.json)")

@@ -50,7 +50,7 @@ class Command(NamedTuple):
 
 # In the order ``membench-gate --help`` lists them.
 COMMANDS: dict[str, Command] = {
-    "run": Command("run:cmd_run", "run the suites and write a results file", (
+    "run": Command("run:cmd_run", "run the suites; with --out, write the results file", (
         *o.ADAPTER_RUN, o.JOBS, o.OUT, o.SUITE, o.INCLUDE_HOLDOUT, o.SHARD)),
     "merge": Command("merge:cmd_merge", "merge the shards of a run into one results file", (
         # --config: the fixtures every part's items are checked against

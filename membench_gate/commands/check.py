@@ -22,8 +22,10 @@ if TYPE_CHECKING:
 def cmd_check(args: argparse.Namespace) -> int:
     git = None
     try:
-        with fail_closed(str(args.config), [args.json, args.out, args.base_out, args.history_out],
-                         [args.report]):
+        with fail_closed(str(args.config), {"--json": args.json, "--out": args.out,
+                                            "--base-out": args.base_out,
+                                            "--history-out": args.history_out},
+                         {"--report": args.report}, reads={"--results": args.results}):
             from membench_gate.adapter import seal
 
             seal.establish(required=args.seal)  # before any adapter starts (docs/gate.md, "Sealed")

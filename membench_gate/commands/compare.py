@@ -213,8 +213,10 @@ def check(config_path: Path, context: Context, *, base_ref: str | None = None,
     ahead for the config's folder (ended at the end when the lookup did not adopt them).
     """
     try:
-        with fail_closed(str(config_path), [outputs.json, outputs.out, outputs.base_out,
-                                            outputs.history_out], [outputs.report]):
+        with fail_closed(str(config_path), {"--json": outputs.json, "--out": outputs.out,
+                                            "--base-out": outputs.base_out,
+                                            "--history-out": outputs.history_out},
+                         {"--report": outputs.report}, reads={"--results": results}):
             config = load_config(config_path).with_holdout(include_holdout).with_workers(jobs)
             if allow_regression is not None and context.ci:
                 raise GateError("--allow-regression is local only: refused because CI or "

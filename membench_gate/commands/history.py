@@ -19,10 +19,12 @@ def cmd_history(args: argparse.Namespace) -> int:
     from membench_gate.base import git as gitbase
     from membench_gate.base.side import beside, config_relpath
     from membench_gate.ci.settings import Context
+    from membench_gate.commands.outputs import refuse_clashes
     from membench_gate.config import load_config
     from membench_gate.files import write_atomic
     from membench_gate.report import history
 
+    refuse_clashes({"--html": args.html}, args.config)
     config = load_config(args.config)
     with gitbase.open_repo(Path(os.path.abspath(args.config)).parent) as repo:
         rel = beside(config_relpath(repo.root, args.config), config.baseline, "gate.baseline")

@@ -12,7 +12,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
     if any(part.resolve() == args.out.resolve() for part in args.parts):
         raise GateError(f"--out {args.out} is one of the parts to merge: write the merged "
                         "results to another file")  # (and a failed merge must not replace a part)
-    with fail_closed(None, [args.out]):
+    with fail_closed(None, {"--out": args.out}, config_file=args.config):
         from membench_gate.config import load_config
         from membench_gate.files import write_atomic
         from membench_gate.model.results import dumps_results

@@ -1,4 +1,5 @@
-"""``membench-gate run``: run the suites and write a results file."""
+"""``membench-gate run``: run the suites and print a summary; with ``--out``, write the results
+file too. There is no default file: a run that names none writes nothing (docs/gate.md, "Files")."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from membench_gate.errors import ExitCode
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    with fail_closed(str(args.config), [args.out]):
+    with fail_closed(str(args.config), {"--out": args.out}):
         from membench_gate.adapter import seal
         from membench_gate.config import load_config
         from membench_gate.files import write_atomic

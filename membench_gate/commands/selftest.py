@@ -10,6 +10,7 @@ from membench_gate.errors import ExitCode, GateError
 
 def cmd_selftest(args: argparse.Namespace) -> int:
     from membench_gate.adapter import seal
+    from membench_gate.commands.outputs import refuse_clashes
     from membench_gate.config import alpha_of, load_config
     from membench_gate.files import write_atomic
     from membench_gate.model.canonical import canonical_dumps
@@ -17,6 +18,7 @@ def cmd_selftest(args: argparse.Namespace) -> int:
     from membench_gate.selftest.mutants import by_name
     from membench_gate.selftest.sensitivity import selftest
 
+    refuse_clashes({"--json": args.json}, args.config)  # before the stale report goes
     if args.json:
         # Never a stale report from an earlier run: the action reads a missing file as a
         # selftest that could not run.

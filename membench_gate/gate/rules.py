@@ -155,8 +155,8 @@ def _floors(actual: Baseline, floors: Iterable[Floor]) -> list[Breach]:
         lower_better = metrics.spec(name).direction == "lower"
         sign = "<=" if lower_better else ">="
         if value is None:
-            detail = f"floor {sign} {round4(floor.value)} ({floor.origin} config) but the metric " \
-                     "was not measured"
+            detail = f"floor {sign} {round4(floor.value)} ({floor.origin} config), but this run " \
+                     f"does not measure {name} on {cell_name}: {unmeasured(actual, cell_name, name)}"
         elif (_rounded(value) > _rounded(floor.value)) if lower_better \
                 else (_rounded(value) < _rounded(floor.value)):
             detail = f"{round4(value)} violates the floor {sign} {round4(floor.value)} " \
@@ -166,6 +166,20 @@ def _floors(actual: Baseline, floors: Iterable[Floor]) -> list[Breach]:
         found.setdefault(floor.key, Breach(key=floor.key, kind="floor", base=_rounded(floor.value),
                                            head=_rounded(value), detail=detail))
     return list(found.values())
+
+
+def unmeasured(actual: Baseline, cell: str, name: str) -> str:
+    """Why a run has no value of metric ``name`` in ``cell``, in words: its suite (or seam) is
+    not in the run, the cell is not (its fixtures hold no item of it), or the cell does not
+    report the metric (a NET(λ) off the λ list, a rate over no items of its kind)."""
+    seam, suite, _ = cell_names.parse(cell)
+    if suite not in (actual.config.get("suites") or {}):
+        return f"suite {suite} is not enabled"
+    if seam and seam not in (actual.config.get("adapters") or {}):
+        return f"there is no seam {seam}"
+    if cell not in actual.cells:
+        return f"there is no cell {cell} (no item of its fixtures scores in it)"
+    return f"{cell} does not report {name}"
 
 
 def _compare_cells(base: Baseline, actual: Baseline, same_hash: bool,

@@ -83,10 +83,12 @@ class Cell(_Strict):
 
 
 class Justification(_Strict):
-    """Why a maintainer accepted breaches; ``breaches`` lists their keys."""
+    """Why a maintainer accepted breaches; ``breaches`` lists their keys. Both are required:
+    ``bless`` always writes both (``[]`` when nothing was breached), so a justification without
+    its list is not one the gate wrote — and rule 8 compares that list with the breaches."""
 
     text: str
-    breaches: list[str] = []
+    breaches: list[str]
 
 
 class Baseline(_Strict):
@@ -267,7 +269,13 @@ def _parse(model: type[_Model], data: bytes | str, label: str, version_required:
     if "schema_version" not in raw:
         if version_required:
             raise GateError(f"{label}: schema_version: Field required")
-    elif type(raw["schema_version"]) is not int or raw["schema_version"] != SCHEMA_VERSION:
+    elif type(raw["schema_version"]) is not int:
+        # A malformed field is an ERROR like any other: only a well-formed version this tool
+        # does not know makes two runs incomparable (rule 3, INCONCLUSIVE).
+        shown = repr(raw["schema_version"])
+        raise GateError(f"{label}: schema_version: must be an integer, got "
+                        f"{shown if len(shown) <= 40 else shown[:40] + '…'}")
+    elif raw["schema_version"] != SCHEMA_VERSION:
         raise UnknownSchemaVersion(label, raw["schema_version"])
     if not writable:  # found while the depth was checked: the walk that names the field
         check_numbers(raw, label)

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from membench_gate.gate.rules import HARD_KINDS, NO_BASE_BASELINE
+from membench_gate.gate.rules import HARD_KINDS, NO_BASE_BASELINE, unmeasured
 from membench_gate.model import cells as cell_names
 from membench_gate.model import metrics
 from membench_gate.model.canonical import round4
@@ -152,7 +152,8 @@ class Ranked(NamedTuple):
         if self.group == INVARIANT:
             return f"{_shown(self.head)} (must be 0)"
         if self.group == FLOOR:
-            return f"{_shown(self.head)} vs floor {_shown(self.base)}"
+            return f"{_shown(self.head)} vs floor {_shown(self.base)}" if self.head is not None \
+                else f"not measured (floor {_shown(self.base)})"
         if self.kind in ("metric-missing", "cell-missing"):
             return "not measured"
         if self.delta != "—":
@@ -201,6 +202,8 @@ def _metric_row(breach: Breach, results: Results | None, base: Baseline | None,
     else:  # relative to the metric's range, so NET(10) does not outrank recall by its scale
         size = abs(diff) / metrics.span(name or "") if diff is not None else 0.0
     shown = delta_text(name, breach.base, breach.head) if name else "—"
+    if group == FLOOR and breach.head is None:
+        shown = "not measured"
     # The table shows base, head and Δ: a detail that only repeats them is left out.
     detail = "" if breach.kind in _SAID_BY_NUMBERS and name else breach.detail
     # The base's items are the head's when the fixtures are the same (same-hash).
@@ -298,7 +301,7 @@ def _phrase(row: Ranked) -> str:
         return f"{row.what.split(' on ')[0]} {_shown(row.head)} (must be 0)"
     if row.group == FLOOR:
         return f"{row.what.split(' on ')[0]} {_shown(row.head)} past its floor {_shown(row.base)}" \
-            if row.head is not None else f"{row.what} not measured (floor)"
+            if row.head is not None else f"floor on {row.what}: not measured by this run"
     if row.kind in ("metric", "metric-missing") and name is not None:
         counts = f" ({row.base_share} → {row.head_share})" if row.base_share and \
             row.head_share else f" (now {row.head_share})" if row.head_share else ""
@@ -546,22 +549,25 @@ def _kinds(verdict: Verdict) -> set[str]:
     return {entry.kind for entry in Breaches.of(verdict.breaches).entries}
 
 
-# Where ``bless --results`` reads this run's numbers when the check saved none: the file
-# ``check --out`` writes (the action's ``results-path`` output in CI).
-RESULTS_FILE = "results.json"
-
-
 def bless_command(verdict: Verdict, results: Results | None, base: Baseline | None,
                   ranked: list[Ranked] | None = None, results_path: str | None = None,
                   justify: bool = False) -> str:
-    """``membench-gate bless --results FILE`` as it must be run for this verdict, quoted to work
-    as printed: it blesses the numbers this check measured instead of running every suite
-    again. ``justify`` asks for a justification even when no breach needs one."""
+    """``membench-gate bless`` as it must be run for this verdict, quoted to work as printed.
+
+    ``results_path`` is where this check's numbers are saved when they are (``check --out``,
+    or the ``--results`` file it checked): ``--results`` then blesses them instead of running
+    every suite again. Without one there is no file to name — a check that saved nothing, or a
+    PR comment read far from the runner's files — and the command is the bless that runs the
+    suites itself, on a checkout of the branch. A base given with ``--base-ref`` is passed on,
+    so the bless compares with the base this check did. ``justify`` asks for a justification
+    even when no breach needs one."""
     keys = justify or any(kind not in HARD_KINDS for kind in _kinds(verdict))
     draft = justification_draft(verdict, results, base, ranked) if keys else ""
     text = f" --justification {_quote(draft)}" if keys else ""
-    path = _quote(results_path or RESULTS_FILE)
-    return f"membench-gate bless{config_flag(verdict)} --results {path}{text}"
+    saved = f" --results {_quote(results_path)}" if results_path else ""
+    base_ref = f" --base-ref {verdict.base.sha}" if verdict.base.how == "explicit" \
+        and verdict.base.sha else ""
+    return f"membench-gate bless{config_flag(verdict)}{base_ref}{saved}{text}"
 
 
 class NextStep(NamedTuple):
@@ -611,6 +617,8 @@ def next_step(verdict: Verdict, results: Results | None = None, base: Baseline |
                         "changed, or the committed baseline does not match this run)", (bless,))
     if verdict.verdict == "regression" and hard:
         first = next((r for r in ranked if r.group in (INVARIANT, FLOOR)), ranked[0])
+        if first.group == FLOOR and first.head is None:
+            return NextStep(_unmeasured_floor(first, results), show)
         return NextStep(f"fix the code: {first.what} cannot be blessed or waived", show)
     if verdict.verdict == "regression" and keys:
         if ranked and all(r.group == ITEMS for r in ranked) and worst:
@@ -631,6 +639,17 @@ def next_step(verdict: Verdict, results: Results | None = None, base: Baseline |
         return NextStep("optional: bank the improvements, so a later pull request cannot give "
                         "them back unseen", (bless,))
     return NextStep("nothing to do")
+
+
+def _unmeasured_floor(row: Ranked, results: Results | None) -> str:
+    """The next step of a floor this run does not measure: no code to fix, a measurement to
+    restore, or a floor to drop where it is set (docs/gate.md, "Floors")."""
+    cell, name, _ = split_key(row.key)
+    why = f" ({unmeasured(results, cell, name)})" if results is not None and name else ""
+    return (f"the floor on {row.what} names a metric this run does not measure{why}: measure it "
+            "again (a floor cannot be blessed or waived), or drop the floor — from [floors] here "
+            "when only this config sets it; a floor of the base branch's config holds until a "
+            "pull request that still measures it removes it there")
 
 
 def alternatives(verdict: Verdict) -> list[str]:

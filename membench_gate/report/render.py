@@ -494,7 +494,7 @@ def context(verdict: Verdict, results: Results | None, base: Baseline | None, *,
                           "inherited": findings.inherited_justification(verdict, base),
                           "asked": findings.asks_for_bless(verdict)},
         "next": step,
-        "results_file": results_path or findings.RESULTS_FILE,
+        "results_file": results_path,
         "notes": notes[:_SUMMARY_ROWS if level == "summary" else 3] if short else notes,
         # Banking is said in its own section, with its command.
         # The next step's commands are said at the top; here, the alternatives to them.

@@ -3,9 +3,9 @@
 Hypothesis breaks a valid config, committed baseline, results file or event payload in one of
 many ways — bad numbers (nan, inf, 1e300, out of range), wrong types, unknown or missing keys,
 truncation, undecodable bytes, nesting thousands deep — and ``membench-gate check`` must answer
-exit 4 (3 for a baseline of an unknown schema version) with one line on stderr, every output it
-was asked for replaced by that verdict. The CLI's ``main`` runs in this process (a subprocess per
-example would make the search too slow to be worth it), in a real git repository.
+exit 4 (3 for a baseline of a well-formed, unknown schema version) with one line on stderr, every
+output it was asked for replaced by that verdict. The CLI's ``main`` runs in this process (a
+subprocess per example would make the search too slow to be worth it), in a real git repository.
 """
 
 from __future__ import annotations
@@ -204,18 +204,21 @@ def test_malformed_committed_baselines_fail_closed(repo: Path, baseline_doc: dic
 
 
 @SETTINGS
-@given(version=st.one_of(st.integers().filter(lambda v: v != 1), st.text(max_size=5),
-                         st.floats(allow_nan=False), st.none()))
-def test_unknown_schema_versions_are_inconclusive(repo: Path, baseline_doc: dict[str, Any],
-                                                  version: Any) -> None:
+@given(version=st.one_of(
+    st.integers().filter(lambda v: v != 1).map(lambda v: (v, 3)),
+    # Not a version at all: a field of the wrong type, an ERROR like any other.
+    st.one_of(st.text(max_size=5), st.floats(allow_nan=False), st.none(), st.booleans(),
+              st.lists(st.integers(), max_size=2)).map(lambda v: (v, 4))))
+def test_unknown_schema_versions_are_inconclusive_and_malformed_ones_errors(
+        repo: Path, baseline_doc: dict[str, Any], version: tuple[Any, int]) -> None:
     path = repo / "baselines/main.json"
     original = path.read_bytes()
-    path.write_text(json.dumps({**baseline_doc, "schema_version": version}))
+    path.write_text(json.dumps({**baseline_doc, "schema_version": version[0]}))
     try:
         code, stderr = run_check(repo, "--results", str(repo.parent / "results.json"))
     finally:
         path.write_bytes(original)
-    assert_failed_closed(repo, code, stderr, allowed=(3,))
+    assert_failed_closed(repo, code, stderr, allowed=(version[1],))
 
 
 @pytest.fixture(scope="module")

@@ -83,6 +83,27 @@ def test_floors_keep_their_values_as_floats() -> None:
         "recall/temporal:recall_any_at_k": 1.0}
 
 
+def test_a_floor_on_a_metric_of_another_suite_is_refused_naming_the_key() -> None:
+    # No push cell ever reports controls_passing: a floor no run can meet is a mistake in the
+    # file, said where the key is (not a failing check with "fix the code").
+    assert error_of('[suites.push]\n[floors]\n"push/push:controls_passing" = 0\n') == (
+        "membench.toml: floors.'push/push:controls_passing': controls_passing is a metric of "
+        "the abstention suite: no push cell reports it")
+    with pytest.raises(GateError, match=r"^base: floors\.'veto/files_known:net_at_1': net_at_1 is "
+                                        r"a metric of the abstention suite"):
+        parse_floors({"veto/files_known:net_at_1": 0.5}, "base")  # the base's floors too
+
+
+def test_a_floor_of_the_cells_suite_loads_whether_or_not_it_is_enabled() -> None:
+    # Enabled or not, measured or not, is the check's to say (rule 2): only the registry is read.
+    assert parse_floors({"push/know_to_ask:push_precision": 0.5,
+                         "abstention/default:net_at_3": 0.1,
+                         "writeback/continuity:source_isolation_violations": 0}, "f")
+    config = parse_config('[suites.veto]\n[floors]\n"push/push:push_recall" = 0.5\n',
+                          Path("membench.toml"))
+    assert config.floors == {"push/push:push_recall": 0.5}
+
+
 def test_recorded_suite_options_are_validated_like_the_file() -> None:
     """A results file's config (merge re-scores under it) is held to the same rules."""
     assert parse_suite_options("recall", {"fixtures": ["builtin"], "k": 4}, "r.json").k == 4

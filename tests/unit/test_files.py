@@ -37,6 +37,14 @@ def test_write_atomic_writes_the_text_exactly(tmp_path: Path) -> None:
     assert os.listdir(path.parent) == ["verdict.json"]
 
 
+def test_a_directory_in_the_way_is_named_and_no_temp_file_is_left(tmp_path: Path) -> None:
+    (tmp_path / "out").mkdir()
+    with pytest.raises(GateError) as caught:
+        write_atomic(tmp_path / "out", "{}\n")
+    assert _one_line(caught) == f"{tmp_path / 'out'}: is a directory"
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["out"]
+
+
 def test_an_existing_file_keeps_its_mode(tmp_path: Path) -> None:
     path = tmp_path / "main.json"
     path.write_text("old")

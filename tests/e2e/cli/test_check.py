@@ -185,6 +185,22 @@ def test_the_gate_validates_without_pydantic_plugins(work: Path, tmp_path: Path)
     assert done.stdout.strip() == "False", done.stderr
 
 
+def test_a_malformed_schema_version_at_base_is_an_error(work: Path) -> None:
+    # "1" is not a version this tool does not know: it is a field of the wrong type (rule 3's
+    # INCONCLUSIVE is for a well-formed unknown version only).
+    git(work, "checkout", "-q", "main")
+    data = json.loads((work / "baselines/main.json").read_text())
+    commit(work, "a string version", {"baselines/main.json": json.dumps(
+        {**data, "schema_version": "1"})})
+    git(work, "checkout", "-q", "-b", "pr2")
+    commit(work, "restore", {"baselines/main.json": json.dumps(data)})
+    code, verdict, out = verdict_of(work, "--base-ref", "refs/heads/main")
+    assert code == 4 and verdict["verdict"] == "error", out
+    assert verdict["notes"][0].endswith("baselines/main.json at base "
+                                        f"{git(work, 'rev-parse', 'main')[:12]}: schema_version: "
+                                        "must be an integer, got '1'"), verdict["notes"]
+
+
 def test_unknown_schema_version_at_base_is_inconclusive(work: Path) -> None:
     git(work, "checkout", "-q", "main")
     data = json.loads((work / "baselines/main.json").read_text())
@@ -229,6 +245,49 @@ def test_floor_removed_by_the_pr_is_enforced_from_the_base(origin: Path, tmp_pat
     code, verdict, _ = verdict_of(repo, "--base-ref", "floors-main")
     assert code == 1
     assert next(b["kind"] for b in verdict["breaches"] if b["key"].endswith(":net_at_1")) == "floor"
+
+
+def test_a_base_floor_a_pr_stops_measuring_says_so_and_what_resolves_it(origin: Path,
+                                                                        tmp_path: Path) -> None:
+    repo = clone(f"file://{origin}", tmp_path / "floors")
+    floor = '[floors]\n"push/push:push_recall" = 0.1\n'
+    commit(repo, "add a floor", {"membench.toml": config_text(extra=floor)})
+    git(repo, "push", "-q", "origin", "HEAD:refs/heads/push-floor-main")
+    git(repo, "checkout", "-q", "-b", "pr")
+    dropped = config_text().replace('[suites.push]\nfixtures = ["builtin"]\n', "")
+    commit(repo, "drop the push suite", {"membench.toml": dropped})
+    code, verdict, out = verdict_of(repo, "--base-ref", "push-floor-main")
+    # Still fails closed: disabling a suite does not escape the base's floor on it.
+    assert code == 1, out
+    [floor_breach] = [b for b in verdict["breaches"] if b["kind"] == "floor"]
+    assert floor_breach["detail"] == ("floor >= 0.1 (base config), but this run does not measure "
+                                      "push_recall on push/push: suite push is not enabled")
+    lines = out.splitlines()
+    assert lines[1] == "  floor on push recall on push/push: not measured by this run · " \
+        "push/know_to_ask not measured · push/push not measured"
+    step = lines[2]
+    assert step.startswith("  next step: the floor on push recall on push/push names a metric "
+                           "this run does not measure (suite push is not enabled): measure it "
+                           "again"), step
+    assert "fix the code" not in out and "a floor of the base branch's config holds" in step
+
+
+def test_a_base_floor_no_run_can_meet_is_an_error_naming_it(origin: Path, tmp_path: Path) -> None:
+    repo = clone(f"file://{origin}", tmp_path / "impossible")
+    floor = '[floors]\n"push/push:controls_passing" = 0\n'
+    git(repo, "checkout", "-q", "-b", "impossible-main")
+    commit(repo, "a floor no run can meet", {"membench.toml": config_text(extra=floor)})
+    git(repo, "push", "-q", "origin", "HEAD:refs/heads/impossible-main")
+    git(repo, "checkout", "-q", "-b", "pr")
+    commit(repo, "drop it here", {"membench.toml": config_text()})
+    code, verdict, out = verdict_of(repo, "--base-ref", "impossible-main")
+    # Refused as the config is read (the base's too): one line naming the base's key, exit 4 —
+    # never a pass, and no more a "fix the code" floor breach.
+    assert code == 4 and verdict["verdict"] == "error", out
+    base = git(repo, "rev-parse", "impossible-main")[:12]
+    assert out.strip() == (f"membench-gate: error: membench.toml at base {base}: floors."
+                           "'push/push:controls_passing': controls_passing is a metric of the "
+                           "abstention suite: no push cell reports it")
 
 
 def test_merge_commit_in_a_depth_one_checkout(origin: Path, tmp_path: Path) -> None:

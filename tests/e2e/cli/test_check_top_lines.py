@@ -55,3 +55,50 @@ def test_the_first_three_lines_say_verdict_headline_and_next_step(work: Path) ->
     again = run_cli("check", cwd=work)
     assert again.returncode == 0, again.stdout + again.stderr
     assert again.stdout.splitlines()[0] == "membench-gate: PASS (exit 0)"
+
+
+def _printed_bless(stdout: str) -> list[str]:
+    """The bless command of the check's next step, as printed, split as a shell splits it."""
+    return shlex.split(next(line for line in stdout.splitlines()
+                            if line.strip().startswith("membench-gate bless")))
+
+
+REASON = ("Raising tau trades the newly failing probes for fewer wrong answers, which our users "
+          "asked for in the support review")
+
+
+def test_a_check_that_saved_no_results_prints_a_bless_that_runs_the_suites(work: Path) -> None:
+    # No --out: there is no results file, so the command must not name one (it once named
+    # results.json, which no check had written: "file not found", exit 4).
+    commit(work, "raise tau", {"membench.toml": gaterepo.config_text(tau=0.6)})
+    done = run_cli("check", cwd=work)
+    assert done.returncode == 1, done.stdout + done.stderr
+    bless = _printed_bless(done.stdout)
+    assert "--results" not in bless and bless[:3] == ["membench-gate", "bless", "--justification"]
+    assert not (work / "results.json").exists()
+    # Run exactly as printed, with the reason written in: the bless runs the suites itself.
+    blessed = run_cli(*bless[1:3], bless[3].replace("<write the reason here>", REASON), cwd=work)
+    assert blessed.returncode == 0, blessed.stdout + blessed.stderr
+    assert "adapter calls" in blessed.stderr
+    again = run_cli("check", cwd=work)
+    assert again.returncode == 0, again.stdout + again.stderr
+
+
+def test_bless_required_without_saved_results_prints_a_bless_that_works(work: Path) -> None:
+    commit(work, "widen k", {"membench.toml": gaterepo.config_text(tau=0.35, k=6)})
+    done = run_cli("check", "--report", "report.md", cwd=work)
+    assert done.returncode == 2, done.stdout + done.stderr
+    bless = _printed_bless(done.stdout)
+    assert "--results" not in bless
+    # The report says the same command, and no results file it did not write.
+    report = (work / "report.md").read_text()
+    [command] = report.split("```sh\n")[1].split("```")[0].splitlines()
+    assert shlex.split(command) == bless
+    if "--justification" in bless:
+        at = bless.index("--justification") + 1
+        bless[at] = bless[at].replace("<write the reason here>", "Widening k to six scores "
+                                      "every suite on one more hit, as the ranking review asked")
+    blessed = run_cli(*bless[1:], cwd=work)
+    assert blessed.returncode == 0, blessed.stdout + blessed.stderr
+    again = run_cli("check", cwd=work)
+    assert again.returncode == 0, again.stdout + again.stderr

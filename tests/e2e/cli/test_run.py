@@ -107,6 +107,17 @@ def test_run_summary_on_stdout_and_progress_on_stderr(tmp_path: Path) -> None:
     assert str(out) in proc.stdout
 
 
+def test_run_without_out_writes_no_file(tmp_path: Path) -> None:
+    # As the README and the help say: no default file, the summary only (--out FILE writes one).
+    config = write_config(tmp_path, ABSTENTION_FX)
+    abstention_fixtures(tmp_path / "fx")
+    before = sorted(p.name for p in tmp_path.rglob("*"))
+    proc = run_cli("run", "--config", config, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "abstention/default" in proc.stdout and "results written to" not in proc.stdout
+    assert sorted(p.name for p in tmp_path.rglob("*")) == before
+
+
 def test_suite_filter_and_include_holdout(tmp_path: Path) -> None:
     plain, holdout = tmp_path / "plain.json", tmp_path / "holdout.json"
     assert run_cli("run", "--suite", "veto", "--out", plain).returncode == 0

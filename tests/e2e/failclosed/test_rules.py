@@ -8,6 +8,7 @@ not the base's reason again with text appended; and one with nothing to bless is
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -144,6 +145,9 @@ def blessed_origin(tmp_path_factory: pytest.TempPathFactory) -> Path:
      "placeholder"),
     ("abstention/default net_at_1 net_at_2 net_at_5 net_at_10 dropped after the dims change "
      "dropped dropped", "5 distinct words"),
+    # Short of words, not a stock phrase: the check that failed is the one named.
+    ("tau 0.6 net_at_1 net_at_2 abstention/default",
+     "(too short: 1 distinct word besides metric, cell and item names, need 6)"),
     # A placeholder in Cyrillic look-alikes, fullwidth letters and a zero-width space.
     ("uрdate bаseline for abstention/default net_at_1 ｕｐｄａｔｅ ｂａｓｅｌｉｎｅ wi\u200bp",
      "placeholder"),
@@ -184,6 +188,16 @@ def test_an_unrelated_pr_after_a_blessed_regression_passes(blessed_origin: Path,
     result = check(work, ci=True)
     assert result.code == 0, result.verdict
     assert any("nothing to bless" in n for n in result.verdict["notes"])
+
+
+def test_a_justification_without_its_breaches_is_an_error(blessed_origin: Path,
+                                                         tmp_path: Path) -> None:
+    # {text} alone is not the {text, breaches} the gate writes: refused like any missing field.
+    work = pr_clone(blessed_origin, tmp_path / "work")
+    data = json.loads((work / "baselines/main.json").read_text())
+    del data["justification"]["breaches"]
+    commit(work, "justification by hand", {"baselines/main.json": json.dumps(data)})
+    check(work, ci=True).assert_error("baselines/main.json: justification.breaches: Field required")
 
 
 def test_a_breach_moving_the_gate_needs_its_own_reason(blessed_origin: Path,

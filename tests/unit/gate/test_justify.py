@@ -53,6 +53,23 @@ def test_names_and_repeated_words_do_not_count_as_words(text: str) -> None:
         failed.endswith(" distinct words besides metric, cell and item names, need 6")
 
 
+@pytest.mark.parametrize(("text", "failed"), [
+    # Names, a number and one word: short of words, and said so — no stock phrase in it.
+    ("tau 0.6 net_at_1 net_at_2 abstention/default",
+     "too short: 1 distinct word besides metric, cell and item names, need 6"),
+    ("abstention/default net_at_1 net_at_2 net_at_5 net_at_10 veto/files_known mrr",
+     "too short: 0 distinct words besides metric, cell and item names, need 6"),
+    # A stock phrase padded with names and repeats is still a placeholder.
+    ("update baseline update baseline abstention/default net_at_1 net_at_2",
+     "reads like a placeholder, not a reason"),
+    ("p2 update baseline update baseline abstention/default net_at_1 net_at_2",
+     "reads like a placeholder, not a reason"),
+])
+def test_the_check_named_is_the_one_that_failed(text: str, failed: str) -> None:
+    keys = ["abstention/default:net_at_1", "abstention/default:net_at_2"]
+    assert check_justification(text, keys).failed == failed
+
+
 def test_the_first_breach_not_named_is_said_and_how_many_more() -> None:
     keys = [*KEYS, "push/default:push_precision", "writeback/fidelity#c1"]
     assert check_justification(REASON, keys).failed == \

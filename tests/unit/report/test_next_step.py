@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import shlex
 
-from membench_gate.gate.rules import decide
+from membench_gate.gate.rules import decide, floors_of
 from membench_gate.model.results import Baseline, Cell, Justification, Results
-from membench_gate.model.verdict import Breach
+from membench_gate.model.verdict import BaseInfo, Breach
 from membench_gate.report.render import render
 from membench_gate.report.summary import verdict_summary
 from tests.unit.report.test_render import parse, to_html
@@ -58,8 +58,8 @@ def test_the_top_is_verdict_headline_next_step_then_breaches_with_values() -> No
     assert lines[4].startswith("**Next step:** fix the regression, or accept it on purpose")
     next_block = markdown.split("```sh\n")[1].split("```")[0]
     [bless] = [shlex.split(line) for line in next_block.splitlines()]
-    assert bless[:4] == ["membench-gate", "bless", "--results", "results.json"]
-    assert bless[4] == "--justification"
+    # No results file was saved: the bless runs the suites itself (no file to name).
+    assert bless[:3] == ["membench-gate", "bless", "--justification"]
     table = parse(to_html(markdown)).tables[0]
     assert table[0] == ["", "breach", "base", "head", "Δ", "detail"]
     assert [row[1:5] for row in table[1:3]] == [
@@ -80,10 +80,64 @@ def test_the_console_says_verdict_headline_and_next_step_first() -> None:
     assert lines[0] == "membench-gate: REGRESSION (exit 1)"
     assert lines[1] == "  NET(10) −52.4 pts · 1 item newly failing (abstention/default#probe-002)"
     assert lines[2].startswith("  next step: fix the regression, or accept it on purpose")
-    assert shlex.split(lines[3])[:4] == ["membench-gate", "bless", "--results", "results.json"]
+    assert shlex.split(lines[3])[:3] == ["membench-gate", "bless", "--justification"]
     # Where the check saved its results (check --out), the bless reads them from there.
     lines = verdict_summary(verdict, head, base, results_path="out/r.json").splitlines()
     assert shlex.split(lines[3])[:4] == ["membench-gate", "bless", "--results", "out/r.json"]
+
+
+def test_the_bless_of_a_comment_is_one_a_maintainer_can_run() -> None:
+    # A PR comment (the action, the comment command) names no file on the runner: its bless runs
+    # the suites on a checkout of the branch, and it says how to bless saved numbers instead.
+    base = _base()
+    head = run((0.272, 0.072, -0.714, -2.024), ["probe-001", "probe-002"])
+    verdict = decide(base, base, head)
+    markdown = render(verdict, head, base)
+    [bless] = markdown.split("```sh\n")[1].split("```")[0].splitlines()
+    assert "--results" not in bless
+    note = markdown.split("```sh\n")[1].split("```\n")[1].strip().splitlines()[0]
+    assert note.startswith("<sub>Run on a checkout of this branch: the bless runs the suites "
+                           "again") and "`--results FILE`" in note
+    saved = render(verdict, head, base, results_path="r.json")
+    assert "<sub>`r.json`: the results this check measured and saved" in saved
+
+
+def test_the_bless_compares_with_the_base_the_check_was_given() -> None:
+    # check --base-ref REV: a bless against the auto-detected base would record other breaches.
+    base = _base()
+    head = run((0.272, 0.072, -0.714, -2.024), ["probe-001", "probe-002"])
+    verdict = decide(base, base, head)
+    verdict.base = BaseInfo(ref="HEAD~2", sha="c" * 40, how="explicit")
+    line = verdict_summary(verdict, head, base).splitlines()[3]
+    assert shlex.split(line)[:4] == ["membench-gate", "bless", "--base-ref", "c" * 40]
+    verdict.base = BaseInfo(ref="origin/main", sha="c" * 40, how="remote-default-branch")
+    assert "--base-ref" not in verdict_summary(verdict, head, base).splitlines()[3]
+
+
+def test_a_floor_this_run_does_not_measure_is_said_so_with_what_resolves_it() -> None:
+    # NET(3) is off the λ list: no code to fix, a measurement to restore or a floor to drop.
+    base = _base()
+    head = run(BASE_NETS, ["probe-001"])
+    verdict = decide(base, base, head, floors=floors_of({"abstention/default:net_at_3": 0.1}, {}))
+    assert verdict.verdict == "regression"
+    [breach] = verdict.breaches
+    assert breach.detail == ("floor >= 0.1 (base config), but this run does not measure net_at_3 "
+                             "on abstention/default: abstention/default does not report net_at_3")
+    lines = verdict_summary(verdict, head, base).splitlines()
+    assert lines[1] == "  floor on NET(3) on abstention/default: not measured by this run"
+    assert lines[2] == (
+        "  next step: the floor on NET(3) on abstention/default names a metric this run does not "
+        "measure (abstention/default does not report net_at_3): measure it again (a floor cannot "
+        "be blessed or waived), or drop the floor — from [floors] here when only this config "
+        "sets it; a floor of the base branch's config holds until a pull request that still "
+        "measures it removes it there")
+    row = next(r for r in parse(to_html(render(verdict, head, base))).tables[0]
+               if r[1].startswith("NET(3)"))
+    assert row[4] == "not measured (floor 0.1)"
+    # A floor measured and broken is still code to fix.
+    broken = decide(base, base, head, floors=floors_of({"abstention/default:net_at_1": 0.9}, {}))
+    assert "next step: fix the code: NET(1) on abstention/default cannot be blessed" in \
+        verdict_summary(broken, head, base)
 
 
 def test_a_clear_improvement_that_swapped_one_item_names_the_gain_and_the_item() -> None:
@@ -101,7 +155,7 @@ def test_a_clear_improvement_that_swapped_one_item_names_the_gain_and_the_item()
     commands = [shlex.split(line) for line in
                 markdown.split("```sh\n")[1].split("```")[0].splitlines()]
     assert [c[:3] for c in commands] == [["membench-gate", "show", "abstention/default#probe-007"],
-                                         ["membench-gate", "bless", "--results"]]
+                                         ["membench-gate", "bless", "--justification"]]
 
 
 def test_the_bases_justification_is_not_this_pull_requests_failure() -> None:
@@ -133,7 +187,9 @@ def test_after_allow_regression_the_bless_suggested_carries_a_justification() ->
     for text in (render(verdict, head, base), verdict_summary(verdict, head, base)):
         bless = next(shlex.split(line.strip()) for line in text.splitlines()
                      if line.strip().startswith("membench-gate bless"))
-        assert "--justification" in bless and "--results" in bless
+        assert "--justification" in bless and "--results" not in bless
+    saved = verdict_summary(verdict, head, base, results_path="r.json")
+    assert "membench-gate bless --results r.json --justification" in saved
 
 
 def test_a_blessed_pass_needs_no_bless_and_inconclusive_compared_nothing() -> None:

@@ -149,7 +149,9 @@ def test_commands_work_as_printed() -> None:
     assert commands[0][:2] == ["membench-gate", "check"]
     assert commands[1][:3] == ["membench-gate", "show", "abstention/default#probe-000"]
     bless = next(c for c in commands if c[1] == "bless")
-    assert bless[2:4] == ["--results", "results.json"]  # the numbers measured, no second run
+    assert "--results" not in bless  # none saved: the bless runs the suites itself
+    saved = render(verdict, head, base, results_path="out/r.json")
+    assert "membench-gate bless --results out/r.json --justification" in saved
     text = bless[bless.index("--justification") + 1]
     for key in ("veto/files_known:veto_recall_at_k", "abstention/default:net_at_1",
                 "abstention/default"):
@@ -191,7 +193,7 @@ def test_unbanked_improvements_come_with_the_bless_command() -> None:
     assert "### Improvements not banked yet" in markdown
     assert "| veto recall@5 on veto/files\\_known | 0.9655 | 1 | 🟢 +3.5 pts |" in markdown
     assert "fixed on **veto/files\\_known** (1): scn-029" in markdown
-    assert "```sh\nmembench-gate bless --results results.json\n```" in markdown
+    assert "```sh\nmembench-gate bless\n```" in markdown
     banked = decide(base, head.to_baseline(), head)
     assert banked.verdict == "pass" and banked.banked
     markdown = render(banked, head, base)
