@@ -542,20 +542,29 @@ def test_what_an_ingest_stores_is_frozen_until_the_next_reset(tmp_path: Path) ->
     from membench_gate.adapter import rpc
 
     (tmp_path / "freezeprobe.py").write_text(FREEZE_PROBE)
-    record = {"id": "r1", "text": "a", "source": "default", "files": [], "created_at": None,
-              "reviewed_at": None, "relevance": None, "entity": None, "aliases": [], "meta": {}}
+    from membench_gate.adapter.host import FAST_DECODE_BYTES
+
+    def records(count: int) -> list[dict[str, object]]:
+        return [{"id": f"r{n}", "text": "a memory of some length " * 20, "source": "default",
+                 "files": [], "created_at": None, "reviewed_at": None, "relevance": None,
+                 "entity": None, "aliases": [], "meta": {}} for n in range(count)]
+
+    large, small = records(200), records(1)  # a batch past the fast-decode size, and one record
+    assert len(json.dumps(large)) > FAST_DECODE_BYTES > len(json.dumps(small))
     texts = []
     with rpc.start(rpc.adapter_argv(None, "freezeprobe:Probe"), tmp_path, {}, 30.0) as client:
-        for _ in range(2):
+        for batch in (large, large, small):
             client.process.call("reset", {})
             texts.append(client.process.call("search", {"query": query_to_wire(Query("x", k=5))}))
-            client.process.call("ingest", {"records": [record]})
+            client.process.call("ingest", {"records": batch})
             texts.append(client.process.call("search", {"query": query_to_wire(Query("x", k=5))}))
     assert [t["hits"][0]["text"] for t in texts] == [
         "frozen:False old store freed:False",  # nothing ingested yet
         "frozen:True old store freed:False",   # the store, out of the collector's sight
         "frozen:False old store freed:True",   # handed back at the reset: its cycle collected
         "frozen:True old store freed:True",
+        "frozen:False old store freed:True",
+        "frozen:False old store freed:True",   # a small batch is left to the collector
     ]
 
 
