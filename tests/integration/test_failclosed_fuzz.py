@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 from membench_gate.cli.main import main
 from tests.support.gitrepos import clean_env
-from tests.support.memrepo import CI_ENV, config_text, gate, memory_repo
+from tests.support.memrepo import CI_ENV, config_text, memory_repo_with_results
 
 # Hypothesis runs check on a real git repository many times.
 pytestmark = pytest.mark.slow
@@ -36,10 +36,7 @@ SETTINGS = settings(max_examples=40, deadline=None, derandomize=True,
 
 @pytest.fixture(scope="module")
 def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    repo = memory_repo(tmp_path_factory.mktemp("fuzz") / "repo")
-    done = gate(repo, "run", "--out", str(repo.parent / "results.json"))
-    assert done.returncode == 0, done.stderr
-    return repo
+    return memory_repo_with_results(tmp_path_factory.mktemp("fuzz") / "repo")
 
 
 @contextlib.contextmanager

@@ -68,6 +68,14 @@ def memory_repo(path: Path, files: Mapping[str, str] | None = None, bless: bool 
                      blessed=bless)
 
 
+def memory_repo_with_results(path: Path) -> Path:
+    """:func:`memory_repo`, and its run's results beside it (``<path>/../results.json``)."""
+    repo = memory_repo(path)
+    done = gate(repo, "run", "--out", str(repo.parent / "results.json"))
+    assert done.returncode == 0, done.stderr
+    return repo
+
+
 def memory_origin(root: Path, files: Mapping[str, str] | None = None) -> Path:
     """A bare origin (in ``root``) whose main has the small memory, blessed."""
     return bare_origin(memory_repo(root / "seed", files))

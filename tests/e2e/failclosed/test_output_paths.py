@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.memrepo import gate, memory_repo
+from tests.support.memrepo import gate, memory_repo_with_results
 
 # Every input of the small memory's gate, as bytes: none of them may change.
 INPUTS = ("membench.toml", "baselines/main.json", "fx/facts.json", "fx/probes.json")
@@ -18,10 +18,7 @@ INPUTS = ("membench.toml", "baselines/main.json", "fx/facts.json", "fx/probes.js
 
 @pytest.fixture(scope="module")
 def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    repo = memory_repo(tmp_path_factory.mktemp("outputs") / "repo")
-    done = gate(repo, "run", "--out", str(repo.parent / "results.json"))
-    assert done.returncode == 0, done.stderr
-    return repo
+    return memory_repo_with_results(tmp_path_factory.mktemp("outputs") / "repo")
 
 
 def _snapshot(repo: Path) -> dict[str, bytes | list[str]]:
