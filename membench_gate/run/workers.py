@@ -13,8 +13,8 @@ Worker ``i`` (1-based, as shards are) starts with ``MEMBENCH_WORKER=i`` in its e
 temp folder of its own (``TMPDIR``), so an adapter can keep one store per worker — one worker
 too: the folder is never the gate's nor another command's, and goes when the process ends.
 Each worker is driven by a thread of the gate that waits on its process; the memory works in
-its own process. The first worker to fail stops the others
-(their processes are killed) and its error, naming it, is the run's.
+its own process. The first worker to fail stops the others (their processes are killed) and its
+error, naming it, is the run's.
 
 When several adapter processes run at once, each also gets its share of the CPUs for the thread
 pools of the common numeric libraries (:data:`THREAD_VARIABLES`: OpenMP, OpenBLAS, MKL,
