@@ -1017,13 +1017,9 @@ class SuiteSession:
             raise self._violation("search", item, "hit", f"a hit must be {{\"id\": str, \"score\": "
                                   f"number}}, got {_short(raw)}")
         score = raw.get("score")
-        if isinstance(score, bool) or not isinstance(score, (int, float)):
-            raise self._violation("search", item, "hit", f"hit {raw['id']!r} has a score that is not a "
-                                  f"finite number: {_short(score)}")
-        # (compared, not converted: an integer of hundreds of digits has no float)
-        if not -MAX_MAGNITUDE < score < MAX_MAGNITUDE:  # what a results file holds, said now
-            raise self._violation("search", item, "hit", f"hit {raw['id']!r} has a score out of "
-                                  f"range: {_short(score)}")
+        problem = score_problem(score)
+        if problem:
+            raise self._violation("search", item, "hit", f"hit {raw['id']!r} has a score {problem}")
         for name in ("text", "entity"):
             if raw.get(name) is not None and not isinstance(raw[name], str):
                 raise self._violation("search", item, "hit_fields", f"hit {raw['id']!r}: {name} must be a "
@@ -1038,6 +1034,18 @@ class SuiteSession:
 def _batch(records: Sequence[Record]) -> RecordBatch:
     """An ``ingest`` request's params: the records as the encoder takes them, and the records."""
     return RecordBatch({"records": [record_for_encoder(r) for r in records]}, records)
+
+
+def score_problem(score: Any) -> str | None:
+    """What is wrong with a hit's score, worded to follow "has a score", or None: a number, and
+    below 1e15 in magnitude — what a results file holds, said at the call instead of when the
+    results are written. (Compared, not converted: an integer of hundreds of digits has no
+    float.)"""
+    if isinstance(score, bool) or not isinstance(score, (int, float)):
+        return f"that is not a finite number: {_short(score)}"
+    if not -MAX_MAGNITUDE < score < MAX_MAGNITUDE:
+        return f"out of range: {_short(score)}"
+    return None
 
 
 def _short(value: Any, limit: int = 120) -> str:

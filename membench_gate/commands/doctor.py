@@ -20,7 +20,6 @@ from membench_gate.adapter import rpc
 from membench_gate.adapter.types import Answer, Query, Record, query_to_wire, record_to_wire
 from membench_gate.config import Config
 from membench_gate.errors import ExitCode, GateError, visible, without_ansi
-from membench_gate.files import MAX_MAGNITUDE
 
 SUITE = "doctor"
 
@@ -258,12 +257,11 @@ def _ids(client: rpc.AdapterClient, record: Record, label: str) -> list[str]:
                          SUITE, label)
     hits = result.get("hits") if isinstance(result, dict) else None
     for hit in hits or ():  # a score no results file holds fails here as in a run
-        score = hit.get("score") if isinstance(hit, dict) else None
-        if isinstance(score, bool) or not isinstance(score, (int, float)) \
-                or not -MAX_MAGNITUDE < score < MAX_MAGNITUDE:
+        problem = rpc.score_problem(hit.get("score") if isinstance(hit, dict) else None)
+        if problem:
             raise GateError(f"adapter search() broke the protocol in suite {SUITE}: hit "
-                            f"{hit.get('id') if isinstance(hit, dict) else hit!r} has a score that "
-                            "is not a finite number below 1e15 in magnitude")
+                            f"{hit.get('id') if isinstance(hit, dict) else hit!r} has a score "
+                            f"{problem} ({rpc.RULES['hit']})")
     return [h["id"] for h in hits or () if isinstance(h, dict) and isinstance(h.get("id"), str)]
 
 
