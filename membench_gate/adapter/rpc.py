@@ -194,6 +194,7 @@ RULES = {
     "known": "every id one of the records ingested since the last reset",
     "order": "hits best first, scores non-increasing",
     "abstain": "abstain a boolean",
+    "alike": "every worker is the same adapter: it answers initialize alike",
 }
 
 # What the standard JSON-RPC codes mean, said for a user (the code itself is for --debug).
@@ -594,7 +595,8 @@ class AdapterProcess:
                               f"expected the response to id {ident}: {_excerpt(line)}")
         if message.get("id") != ident or isinstance(message.get("id"), bool):
             raise self._broke(where, "response",
-                              f"a response to id {message.get('id')!r:.40}, expected {ident}")
+                              f"a response to id {_short(message.get('id'), 40)}, expected {ident}"
+                              + _earlier(message.get("id"), ident))
         if "error" in message:
             raise self._error(where, ident, message["error"])
         if "result" not in message:
@@ -794,6 +796,14 @@ class Capabilities:
     workers: bool = True  # false: one shared store, so one adapter process (docs/adapters.md)
 
 
+def _said(client: AdapterClient) -> str:
+    """What an ``initialize`` answer said, in the wire's words."""
+    caps = client.capabilities
+    flags = ", ".join(f'"{name}": {str(getattr(caps, name)).lower()}'
+                      for name in ("push", "write", "workers"))
+    return f"name {json.dumps(client.name)} and capabilities {{{flags}}}"
+
+
 @dataclass
 class AdapterClient:
     """An initialized adapter process: its name, capabilities, and the sessions suites call."""
@@ -802,6 +812,15 @@ class AdapterClient:
     name: str
     capabilities: Capabilities
     latencies: dict[str, list[float]] = field(default_factory=dict)
+
+    def alike(self, first: AdapterClient) -> None:
+        """Refuse a worker whose ``initialize`` answered another name or other capabilities than
+        the first worker's: the suites a run plans, and whether it may use workers at all, are
+        decided on the first worker's answer (docs/adapters.md, "Workers")."""
+        if (self.name, self.capabilities) != (first.name, first.capabilities):
+            raise self.process.violation(
+                _Where("initialize"), "alike",
+                f"initialize answered {_said(self)}, the first worker's {_said(first)}")
 
     def session(self, suite: str) -> SuiteSession:
         return SuiteSession(self, suite)
@@ -873,15 +892,19 @@ class Handshake:
             raise process.violation(where, "initialize", f"the adapter speaks protocol "
                                     f"{_short(result.get('protocol'))}; this gate speaks "
                                     f"{PROTOCOL_VERSION}")
-        caps = result.get("capabilities", {})
+        name = result.get("name")
+        if not isinstance(name, str) or not name:
+            raise process.violation(where, "initialize", "initialize must answer a non-empty "
+                                    f'string "name", got {_short(name)}')
+        caps = result.get("capabilities")
         if not isinstance(caps, dict) or any(
                 not isinstance(caps.get(name, False), bool) for name in ("push", "write",
                                                                          "workers")):
             raise process.violation(where, "initialize",
                                     'capabilities must be {"push": bool, "write": bool} '
-                                    '(and optionally "workers": bool)')
-        name = result.get("name")
-        return AdapterClient(process, name if isinstance(name, str) and name else "adapter",
+                                    '(and optionally "workers": bool), got '
+                                    f"{_short(caps)}")
+        return AdapterClient(process, name,
                              Capabilities(bool(caps.get("push")), bool(caps.get("write")),
                                           caps.get("workers", True) is not False))
 
@@ -1046,6 +1069,14 @@ def score_problem(score: Any) -> str | None:
     if not -MAX_MAGNITUDE < score < MAX_MAGNITUDE:
         return f"out of range: {_short(score)}"
     return None
+
+
+def _earlier(answered: Any, ident: int) -> str:
+    """A hint for a response to an id already answered: the request before was answered twice
+    (the error is met at the next call, so its item is the next one)."""
+    if type(answered) is int and answered < ident:
+        return " (an earlier request's id: was that request answered twice?)"
+    return ""
 
 
 def _short(value: Any, limit: int = 120) -> str:

@@ -286,6 +286,7 @@ def _workers_independent(config: Config) -> Check:
             ingested = {r.id for r in RECORDS}
             for worker in workers.started[1:]:
                 client = worker.client
+                client.alike(first)
                 client.call("reset", {}, SUITE, None)
                 client.call("ingest", {"records": [record_to_wire(PROBE)]}, SUITE, None)
                 answered = {i for r in PAYMENTS for i in _ids(client, r, r.id)} - {PROBE.id}
@@ -320,7 +321,7 @@ def diagnose(config: Config) -> tuple[list[Check], dict[str, list[float]], str]:
     """Run every check; returns the rows, the latencies per method and the adapter's name."""
     adapter = _Adapter(config)
     checks: list[Check] = []
-    name = "?"
+    name = ""  # none until initialize answers
     try:
         try:
             name = adapter.session().client.name
@@ -377,8 +378,9 @@ def render(config: Config, checks: list[Check], latencies: dict[str, list[float]
     target = " ".join(config.adapter_command) if config.adapter_command else config.adapter
     # The name the adapter gives itself, and where it runs from when that says something else
     # (a Python host names itself by its target: said once).
-    lines = [f"membench-gate doctor: {f'seam {seam!r}, ' if seam else ''}adapter {name!r}"
-             + (f" ({target})" if target != name else ""), ""]
+    said = (f"adapter {name!r}" + (f" ({target})" if target != name else "")) if name \
+        else f"adapter {target} (no answer to initialize)"
+    lines = [f"membench-gate doctor: {f'seam {seam!r}, ' if seam else ''}{said}", ""]
     width = max(len(c.name) for c in checks)
     marks = {True: "ok  ", False: "FAIL", None: "n/a "}
     lines += [f"  {marks[c.ok]}  {c.name.ljust(width)}  {c.detail}" for c in checks]

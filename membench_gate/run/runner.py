@@ -266,6 +266,8 @@ def _run_adapter(config: Config, loaded: dict[str, SuiteFixtures], seam: str,
 
         def task(worker: pool.Worker) -> dict[str, SuiteRun]:
             position = worker.number - first
+            if position:  # the plan above is worker 1's answer's: every worker must give it
+                worker.client.alike(client)
             told = _in_seam(_for_worker(progress, worker.number, count), seam)
             return _suites(config, worker.client, {name: shares[position] for name, shares
                                                    in plan.items()}, wrap, llm, seam, told)

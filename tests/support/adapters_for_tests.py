@@ -22,7 +22,8 @@ as a user's memory system does (``adapter.python = "adapters_for_tests:Oracle"``
   share (a shared on-disk store). :class:`CrashInWorkerOne` crashes on its third search in worker
   1 (two seconds into it) and, in the other workers, takes ``hang`` seconds per search.
   :class:`FaultInWorkerTwo` is the reference memory everywhere but in worker 2, where every
-  search crashes, answers an id nobody ingested or a score of 1e300.
+  search crashes, answers an id nobody ingested or a score of 1e300, or whose ``initialize``
+  answers other capabilities than worker 1's.
 - :class:`StartLog` is the reference memory that appends its worker's number and pid to
   ``<log>/starts.jsonl`` when built (one line per adapter object, so per process);
   :class:`DiesInItsSecondRun` the same, exiting at once on the search after its first ``searches``
@@ -313,11 +314,14 @@ class CrashInWorkerOne(WorkerProbe):
 class FaultInWorkerTwo(ReferenceMemory):
     """The reference memory, except in worker 2 (``MEMBENCH_WORKER``), which does ``fault`` on
     every search: ``unknown`` answers an id nobody ingested, ``huge`` a score of 1e300,
-    ``crash`` exits."""
+    ``crash`` exits; or, with ``alone``, declares ``capabilities.workers: false`` (worker 1 does
+    not)."""
 
     def __init__(self, fault: str = "crash", **options: Any) -> None:
         super().__init__(**options)
         self.fault = fault if os.environ.get("MEMBENCH_WORKER") == "2" else None
+        if self.fault == "alone":
+            self.workers = False
 
     def search(self, query: Query) -> Answer:
         answer = super().search(query)

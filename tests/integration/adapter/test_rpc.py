@@ -111,7 +111,13 @@ for line in sys.stdin:
             result = {"ids": sorted(ids)[:k + 1]}
         if mode == "wrong-protocol":
             result["protocol"] = 2
+        if mode == "no-name":
+            del result["name"]
+        if mode == "no-capabilities":
+            del result["capabilities"]
     send({"jsonrpc": "2.0", "id": rid, "result": result})
+    if method == trigger and mode == "twice":
+        send({"jsonrpc": "2.0", "id": rid, "result": result})
     if method == "shutdown":
         break
 if mode == "linger":  # outlives the end of its input: only a kill stops it
@@ -157,6 +163,7 @@ def test_a_well_behaved_scripted_adapter_runs(tmp_path: Path) -> None:
     ("half-line", "an incomplete line on stdout", "line"),
     ("not-json", "not JSON: 'loading model weights... done' (log to stderr)", "stdout"),
     ("wrong-id", "a response to id", "response"),
+    ("twice", "(an earlier request's id: was that request answered twice?)", "response"),
     ("notification", "a message without an id (a notification?), expected the response to id",
      "response"),
     ("latin-1", "a line on stdout that is not UTF-8 (invalid continuation byte at byte 13)", "utf8"),
@@ -212,6 +219,8 @@ def test_push_answers_are_checked(tmp_path: Path, mode: str, why: str) -> None:
 @pytest.mark.parametrize(("mode", "trigger", "why"), [
     ("exit-at-start", "initialize", "adapter initialize() failed: the adapter process ended"),
     ("wrong-protocol", "initialize", "speaks protocol 2"),
+    ("no-name", "initialize", 'initialize must answer a non-empty string "name", got null'),
+    ("no-capabilities", "initialize", 'capabilities must be {"push": bool, "write": bool}'),
     ("crash", "ingest", "adapter ingest() failed in suite abstention"),
     ("crash", "reset", "adapter reset() failed in suite abstention"),
 ])

@@ -430,6 +430,28 @@ def test_a_score_a_results_file_cannot_hold_is_the_search_calls_error(tmp_path: 
     assert sum(line.lstrip().startswith("FAIL") for line in doctor.stdout.splitlines()) == 1
 
 
+def test_a_worker_answering_initialize_unlike_the_first_is_an_error(tmp_path: Path) -> None:
+    write_config(tmp_path, SMALL, "adapters_for_tests:FaultInWorkerTwo", options='fault = "alone"')
+    done = run_cli("run", "--jobs", "2", "--out", "r.json", cwd=tmp_path)
+    assert done.returncode == 4, done.stderr
+    errors = [line for line in done.stderr.splitlines() if "error:" in line]
+    assert len(errors) == 1, errors
+    assert errors[0].startswith("membench-gate: error: worker 2: adapter initialize() broke "
+                                "the protocol"), errors
+    assert '"workers": false' in errors[0] and '"workers": true' in errors[0], errors
+    assert errors[0].endswith("(docs/adapters.md: every worker is the same adapter: it answers "
+                              "initialize alike)"), errors
+    assert json.loads((tmp_path / "r.json").read_text())["verdict"] == "error"
+    doctor = run_cli("doctor", "--jobs", "2", cwd=tmp_path)
+    assert doctor.returncode == 1, doctor.stdout
+    line = next(line for line in doctor.stdout.splitlines() if "two workers" in line)
+    assert line.lstrip().startswith("FAIL") and "worker 2: " in line and "alike" in line, line
+    # The control: the same adapter with worker 2 like worker 1.
+    write_config(tmp_path / "ok", SMALL, "adapters_for_tests:FaultInWorkerTwo",
+                 options='fault = "none"')
+    assert run_cli("run", "--jobs", "2", cwd=tmp_path / "ok").returncode == 0
+
+
 def test_the_determinism_checks_passes_and_selftests_slots_name_their_worker(
         tmp_path: Path) -> None:
     from membench_gate.errors import GateError
