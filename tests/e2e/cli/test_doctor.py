@@ -186,6 +186,20 @@ def test_an_adapter_that_cannot_start_fails_the_handshake(tmp_path: Path) -> Non
     assert "no-such-memory-binary" in done.stdout + done.stderr
 
 
+def test_without_an_answer_to_initialize_the_header_names_the_command(tmp_path: Path) -> None:
+    (tmp_path / "dies.py").write_text("import sys\nsys.stdin.readline()\nsys.exit(3)\n")
+    (tmp_path / "membench.toml").write_text(
+        f'[adapter]\ncommand = ["{sys.executable}", "dies.py"]\n'
+        '[suites.veto]\nfixtures = ["builtin"]\n')
+    done = run_cli("doctor", cwd=tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == (f"membench-gate doctor: adapter {sys.executable} dies.py "
+                        "(no answer to initialize)"), lines[0]
+    assert lines[2].lstrip().startswith("FAIL") and "handshake (initialize)" in lines[2]
+    assert "exit code 3" in lines[2], lines[2]
+
+
 node = pytest.mark.skipif(shutil.which("node") is None, reason="Node.js is not installed")
 
 
