@@ -176,10 +176,28 @@ def _floor_key(key: str) -> str:
     return key
 
 
+def _floor_values(floors: dict[str, float]) -> dict[str, float]:
+    """Each floor within what its metric can be: a share from 0 to 1, NET(λ) at most 1, a count
+    at least 0. One outside is a floor no run meets, or one every run meets: a typo either way."""
+    for key, value in floors.items():
+        name = key.rpartition(":")[2]
+        metric = metrics.spec(name)
+        if metric.unit == "count":
+            low, high, what = 0.0, MAX_FLOOR, "a count, at least 0"
+        elif metric.name == "net_at_<λ>":
+            low, high, what = -MAX_FLOOR, 1.0, "NET(λ), at most 1"
+        else:
+            low, high, what = 0.0, 1.0, "a share, from 0 to 1"
+        if not low <= value <= high:
+            raise problem(f"{key!r} = {value:g} is outside what {name} can be ({what})")
+    return floors
+
+
 Floors = Annotated[
     dict[Annotated[str, AfterValidator(_floor_key)],
          Annotated[float, Field(ge=-MAX_FLOOR, le=MAX_FLOOR, allow_inf_nan=False)]],
     Field(description="a finite number (|x| <= 1e6)"),
+    AfterValidator(_floor_values),
 ]
 
 

@@ -94,6 +94,25 @@ def test_a_floor_on_a_metric_of_another_suite_is_refused_naming_the_key() -> Non
         parse_floors({"veto/files_known:net_at_1": 0.5}, "base")  # the base's floors too
 
 
+@pytest.mark.parametrize(("key", "value", "what"), [
+    ("veto/files_known:veto_recall_at_k", 1.5, "a share, from 0 to 1"),
+    ("push/push:false_fire_rate", -0.1, "a share, from 0 to 1"),
+    ("abstention/default:net_at_2", 1.01, "NET(λ), at most 1"),
+    ("push/push:avg_injected_tokens", -1, "a count, at least 0"),
+])
+def test_a_floor_outside_what_its_metric_can_be_is_refused(key: str, value: float,
+                                                           what: str) -> None:
+    text = f'[floors]\n"{key}" = {value}\n'
+    assert error_of(text) == (f"membench.toml: floors: {key!r} = {value:g} is outside what "
+                              f"{key.rpartition(':')[2]} "
+                              f"can be ({what})")
+    # The edges are what the metric can be, and load.
+    edge = {"a share, from 0 to 1": 1.0 if value > 0 else 0.0, "NET(λ), at most 1": 1.0,
+            "a count, at least 0": 0.0}[what]
+    assert parse_floors({key: edge}, "f") == {key: edge}
+    assert parse_floors({"abstention/default:net_at_2": -3.5}, "f")  # NET can be negative
+
+
 def test_a_floor_of_the_cells_suite_loads_whether_or_not_it_is_enabled() -> None:
     # Enabled or not, measured or not, is the check's to say (rule 2): only the registry is read.
     assert parse_floors({"push/know_to_ask:push_precision": 0.5,

@@ -493,3 +493,11 @@ def test_an_invariant_the_base_measured_cannot_be_unmeasured() -> None:
     verdict = decide(base, base, base, base_invariants=leaking)
     assert [b.key for b in verdict.breaches if b.kind == "zero"] == \
         ["push/default:source_isolation_violations"]
+
+
+def test_decide_is_importable_by_designs_name() -> None:
+    import membench_gate.gate as gate
+
+    assert gate.decide is decide  # DESIGN §6: gate.decide
+    with pytest.raises(AttributeError):
+        gate.no_such_rule  # noqa: B018
