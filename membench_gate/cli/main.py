@@ -2,7 +2,8 @@
 
 Exit codes are the verdict (:class:`membench_gate.errors.ExitCode`): 0 PASS · 1 REGRESSION ·
 2 BLESS REQUIRED · 3 INCONCLUSIVE · 4 ERROR. Bad usage and every user-facing error exit 4 with
-one line on stderr (a traceback only with ``--debug``). The commands are in
+one line on stderr (a traceback only with ``--debug``); an input of a version this one does not
+know exits 3 with one ``inconclusive:`` line. The commands are in
 :mod:`membench_gate.commands`, listed in :data:`membench_gate.cli.parser.COMMANDS`; what the
 console does to its own process is :mod:`membench_gate.cli.runtime`.
 """
@@ -87,13 +88,16 @@ def _dispatch(argv: list[str], debug: bool) -> int:
 
             for line in traceback.format_exc().splitlines():  # its messages may quote an id
                 runtime.say(line)
-        runtime.say(f"membench-gate: error: {describe(exc)}")
+        code = exit_code_of(exc)
+        # An input of another version (exit 3) is not a failure of this one: said as what it is.
+        kind = "inconclusive" if code == ExitCode.INCONCLUSIVE else "error"
+        runtime.say(f"membench-gate: {kind}: {describe(exc)}")
         if isinstance(exc, GateError) and exc.detail:
             # Prefixed, so a line of the adapter's stderr can never be read as a workflow command;
             # its colours taken out (shown as escapes with --debug), what else acts shown escaped.
             runtime.say("  adapter stderr (last lines):")
             for line in exc.detail:
                 runtime.say(f"  | {line if debug else without_ansi(line)}")
-        return exit_code_of(exc)
+        return code
     finally:
         budget.stop()

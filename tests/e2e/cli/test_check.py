@@ -201,6 +201,19 @@ def test_a_malformed_schema_version_at_base_is_an_error(work: Path) -> None:
                                         "must be an integer, got '1'"), verdict["notes"]
 
 
+def test_a_results_file_of_an_unknown_schema_version_is_inconclusive_said_so(
+        work: Path) -> None:
+    assert run_cli("run", "--out", "r.json", cwd=work).returncode == 0
+    data = json.loads((work / "r.json").read_text())
+    (work / "r.json").write_text(json.dumps({**data, "schema_version": 99}))
+    done = run_cli("check", "--results", "r.json", "--json", "v.json", cwd=work)
+    assert done.returncode == 3, done.stderr
+    assert without_progress(done.stderr)[0] == (
+        "membench-gate: inconclusive: r.json: schema_version 99 is not known to this version "
+        "(expected 1)"), done.stderr
+    assert "error:" not in done.stderr
+
+
 def test_unknown_schema_version_at_base_is_inconclusive(work: Path) -> None:
     git(work, "checkout", "-q", "main")
     data = json.loads((work / "baselines/main.json").read_text())
