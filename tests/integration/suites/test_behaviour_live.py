@@ -79,6 +79,12 @@ def test_record_then_replay_is_byte_identical_without_a_server(tmp_path: Path, k
     assert (tmp_path / "live-cache.jsonl").read_bytes() == cache
     assert replayed.model_dump()["receipt"]["live"] == {
         "calls": 0, "cached": 180, "prompt_tokens": 0, "completion_tokens": 0, "skipped": {}}
+    # The budget bounds what the endpoint is asked: a replay, or auto without a key, asks it
+    # nothing, so a budget below the recording's does not refuse it (with a key it does, below).
+    small = "max_calls = 1\nmax_tokens = 1000\n"
+    for mode in ("replay", "auto"):
+        again = runner.run(config(tmp_path, url, live=f'mode = "{mode}"\n{small}'))
+        assert measured(again) == measured(recorded), mode
     # A results file of a live suite re-derives from its recorded replies; an edited reply is
     # caught.
     replay_config = config(tmp_path, url, live="mode = \"replay\"\n")
