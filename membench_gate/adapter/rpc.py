@@ -194,7 +194,7 @@ RULES = {
     "known": "every id one of the records ingested since the last reset",
     "order": "hits best first, scores non-increasing",
     "abstain": "abstain a boolean",
-    "alike": "every worker is the same adapter: it answers initialize alike",
+    "alike": "every worker is the same adapter: it answers the capabilities worker 1 answered",
 }
 
 # What the standard JSON-RPC codes mean, said for a user (the code itself is for --debug).
@@ -797,11 +797,11 @@ class Capabilities:
 
 
 def _said(client: AdapterClient) -> str:
-    """What an ``initialize`` answer said, in the wire's words."""
+    """The capabilities an ``initialize`` answer gave, in the wire's words."""
     caps = client.capabilities
     flags = ", ".join(f'"{name}": {str(getattr(caps, name)).lower()}'
                       for name in ("push", "write", "workers"))
-    return f"name {json.dumps(client.name)} and capabilities {{{flags}}}"
+    return f"capabilities {{{flags}}}"
 
 
 @dataclass
@@ -814,10 +814,11 @@ class AdapterClient:
     latencies: dict[str, list[float]] = field(default_factory=dict)
 
     def alike(self, first: AdapterClient) -> None:
-        """Refuse a worker whose ``initialize`` answered another name or other capabilities than
-        the first worker's: the suites a run plans, and whether it may use workers at all, are
-        decided on the first worker's answer (docs/adapters.md, "Workers")."""
-        if (self.name, self.capabilities) != (first.name, first.capabilities):
+        """Refuse a worker whose ``initialize`` answered other capabilities than the first
+        worker's: the suites a run plans, and whether it may use workers at all, are decided on
+        the first worker's answer (docs/adapters.md, "Workers"). Its name may differ (the
+        results record worker 1's)."""
+        if self.capabilities != first.capabilities:
             raise self.process.violation(
                 _Where("initialize"), "alike",
                 f"initialize answered {_said(self)}, the first worker's {_said(first)}")

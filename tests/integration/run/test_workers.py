@@ -440,12 +440,12 @@ def test_a_worker_answering_initialize_unlike_the_first_is_an_error(tmp_path: Pa
                                 "the protocol"), errors
     assert '"workers": false' in errors[0] and '"workers": true' in errors[0], errors
     assert errors[0].endswith("(docs/adapters.md: every worker is the same adapter: it answers "
-                              "initialize alike)"), errors
+                              "the capabilities worker 1 answered)"), errors
     assert json.loads((tmp_path / "r.json").read_text())["verdict"] == "error"
     doctor = run_cli("doctor", "--jobs", "2", cwd=tmp_path)
     assert doctor.returncode == 1, doctor.stdout
     line = next(line for line in doctor.stdout.splitlines() if "two workers" in line)
-    assert line.lstrip().startswith("FAIL") and "worker 2: " in line and "alike" in line, line
+    assert line.lstrip().startswith("FAIL") and "worker 2: " in line and "worker 1 answered" in line, line
     # The control: the same adapter with worker 2 like worker 1.
     write_config(tmp_path / "ok", SMALL, "adapters_for_tests:FaultInWorkerTwo",
                  options='fault = "none"')
