@@ -18,6 +18,7 @@ docs/adapters.md words it (:data:`RULES`); JSON-RPC error codes appear only unde
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import math
@@ -796,11 +797,14 @@ class Capabilities:
     workers: bool = True  # false: one shared store, so one adapter process (docs/adapters.md)
 
 
+CAPABILITY_FLAGS = tuple(f.name for f in dataclasses.fields(Capabilities))  # wire's names
+
+
 def _said(client: AdapterClient) -> str:
     """The capabilities an ``initialize`` answer gave, in the wire's words."""
     caps = client.capabilities
-    flags = ", ".join(f'"{name}": {str(getattr(caps, name)).lower()}'
-                      for name in ("push", "write", "workers"))
+    flags = ", ".join(f'"{flag}": {str(getattr(caps, flag)).lower()}'
+                      for flag in CAPABILITY_FLAGS)
     return f"capabilities {{{flags}}}"
 
 
@@ -899,8 +903,7 @@ class Handshake:
                                     f'string "name", got {_short(name)}')
         caps = result.get("capabilities")
         if not isinstance(caps, dict) or any(
-                not isinstance(caps.get(name, False), bool) for name in ("push", "write",
-                                                                         "workers")):
+                not isinstance(caps.get(flag, False), bool) for flag in CAPABILITY_FLAGS):
             raise process.violation(where, "initialize",
                                     'capabilities must be {"push": bool, "write": bool} '
                                     '(and optionally "workers": bool), got '
