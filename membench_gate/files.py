@@ -171,6 +171,27 @@ def read_text(path: Path, label: str, what: str, hint: str = "") -> str:
         raise GateError(f"{label}: cannot read {what}: {exc}") from exc
 
 
+def read_raw(path: Path, label: str, what: str, hint: str = "") -> bytes:
+    """The bytes of a file :func:`read_text` reads, its errors in its words (decoded later by
+    :func:`decode_text`)."""
+    try:
+        return path.read_bytes()
+    except FileNotFoundError as exc:
+        raise GateError(f"{label}: {what} not found{hint}") from exc
+    except OSError as exc:
+        raise GateError(f"{label}: cannot read {what}: {exc}") from exc
+
+
+def decode_text(data: bytes, label: str, what: str) -> str:
+    """What :func:`read_raw` read, as the text :func:`read_text` gives: UTF-8, its line ends
+    read as text files read them (``\\r\\n`` and ``\\r`` as ``\\n``), the same error."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise GateError(f"{label}: cannot read {what}: {exc}") from exc
+    return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
+
+
 def read_file(path: Path, label: str | None = None) -> bytes:
     try:
         return path.read_bytes()

@@ -122,14 +122,25 @@ def head_sha(path: Path) -> str:
 
     Raises ``GateError`` outside a work tree and when HEAD has no commit yet.
     """
+    return start_head_sha(path)()
+
+
+def start_head_sha(path: Path) -> Callable[[], str]:
+    """:func:`head_sha`, asked now and answered (or raised) when the returned function is
+    called: what the caller does meanwhile overlaps git's start-up."""
     start = _start(path)
-    done = _git(start, "rev-parse", "--show-toplevel", "--verify", "--quiet", "HEAD^{commit}")
-    lines = done.stdout.splitlines()
-    if done.returncode == 1 and len(lines) == 1:
-        raise GateError(f"HEAD of {lines[0]} has no commit yet")
-    if done.returncode != 0 or len(lines) != 2:
-        raise _no_work_tree(path, start, done)
-    return lines[1]
+    asked = _spawn(start, "rev-parse", "--show-toplevel", "--verify", "--quiet", "HEAD^{commit}")
+
+    def answer() -> str:
+        done = _finish(asked)
+        lines = done.stdout.splitlines()
+        if done.returncode == 1 and len(lines) == 1:
+            raise GateError(f"HEAD of {lines[0]} has no commit yet")
+        if done.returncode != 0 or len(lines) != 2:
+            raise _no_work_tree(path, start, done)
+        return lines[1]
+
+    return answer
 
 
 def resolve_base(repo: Path, base_ref: str | None = None, context: Context | None = None,

@@ -20,22 +20,44 @@ from membench_gate.run.measure import hash_of
 from membench_gate.run.shard import Shard
 from membench_gate.suites import get
 from membench_gate.suites.common.fixtures import SuiteFixtures, load_suite
+from membench_gate.suites.common.folders import ReadFolders, read_suite
 from membench_gate.suites.common.repeats import as_cell, pool
 from membench_gate.suites.common.suite import Progress, Suite, SuiteRun
 
 if TYPE_CHECKING:  # a check of a results file loads fixtures, never an adapter
     from membench_gate.adapter import rpc
-    from membench_gate.run.workers import Kept
+    from membench_gate.run.workers import Kept, Workers
     from membench_gate.suites.common.options import SuiteOptions
 
 
-def _receipt_sha(config: Config) -> str | None:
-    """Best-effort commit of the working tree, for the receipt only (never gated)."""
+def _receipt_sha(config: Config) -> Callable[[], str | None]:
+    """Best-effort commit of the working tree, for the receipt only (never gated): git is asked
+    now, the answer read when the returned function is called (``None`` when there is none)."""
     from membench_gate.base import git as gitbase
 
     try:
-        return gitbase.head_sha(config.base_dir)
+        answer = gitbase.start_head_sha(config.base_dir)
     except GateError:
+        return lambda: None
+
+    def read() -> str | None:
+        try:
+            return answer()
+        except GateError:
+            return None
+
+    return read
+
+
+def _start_early(config: Config, first: int, alongside: bool) -> Workers | None:
+    """The processes of ``config``'s adapter started before the fixtures are parsed: as many as
+    it asks for (:func:`_run_adapter` stops those the fixtures leave nothing to)."""
+    from membench_gate.run import workers as pool
+
+    count = config.workers
+    try:
+        return pool.Workers(config, range(first, first + count), alongside or count > 1)
+    except GateError:  # said after the fixtures' own errors, as before: it starts again then
         return None
 
 
@@ -96,13 +118,24 @@ def progress_reporter(stream: TextIO | None = None) -> Progress:
     return ProgressReporter(out, bool(isatty and isatty()))
 
 
-def load_fixtures(config: Config) -> tuple[str, dict[str, SuiteFixtures]]:
+def read_fixtures(config: Config) -> dict[str, ReadFolders]:
+    """Every fixture file of every enabled suite of ``config``, read (which files, and their
+    bytes) but not parsed: what :func:`load_fixtures` then loads, whatever happens to the files
+    meanwhile."""
+    return {name: read_suite(name, options.fixtures, config.base_dir)
+            for name, options in config.suites.items()}
+
+
+def load_fixtures(config: Config, read: dict[str, ReadFolders] | None = None
+                  ) -> tuple[str, dict[str, SuiteFixtures]]:
     """The fixtures hash and the loaded, validated fixtures of every enabled suite of ``config``
-    (nothing is run: this is what a run measures with). Loaded with the collector paused, and
-    kept out of its sight after (:func:`membench_gate.process.keep`): all of it lives on."""
+    (nothing is run: this is what a run measures with), from the files as :func:`read_fixtures`
+    read them when ``read`` is given. Loaded with the collector paused, and kept out of its
+    sight after (:func:`membench_gate.process.keep`): all of it lives on."""
     with collector_paused():
         loaded = {
-            name: load_suite(name, options.fixtures, config.base_dir, config.include_holdout)
+            name: load_suite(name, options.fixtures, config.base_dir, config.include_holdout,
+                             None if read is None else read[name])
             for name, options in config.suites.items()
         }
         measured = hash_of(config, {name: fixtures.files for name, fixtures in loaded.items()})
@@ -181,27 +214,45 @@ def run(config: Config, progress: Progress | None = None,
     a run goes on in the processes an earlier run left there, and leaves its own."""
     started = datetime.now(timezone.utc)
     clock = time.perf_counter()
-    digest, loaded = preloaded or load_fixtures(config)
     for name, options in config.suites.items():
         if options.repeats is not None:
             from membench_gate.gate.stochastic import require
 
             require(f"{config.path.name}: [suites.{name}] repeats")
-    llm = _live_client(config, loaded, shard)  # the budget is checked before the adapter starts
-    cells: dict[str, Cell] = {}
-    items: dict[str, dict[str, dict[str, Any]]] = {}
-    digests: dict[str, dict[str, str]] = {}
-    names: list[str] = []
-    for seam, adapter in config.by_seam():
-        try:
-            name = _run_adapter(adapter, loaded, seam, progress, wrap, shard, llm,
-                                (cells, items, digests), (first_worker, alongside), on_start,
-                                kept)
-        except GateError as exc:
-            if seam:  # the same error (its kind, exit code and detail), saying whose it is
-                exc.args = (f"seam {seam}: {exc}",)
-            raise
-        names.append(f"{seam}: {name}" if seam else name)
+    seams = config.by_seam()
+    early: Workers | None = None
+    read = None
+    if preloaded is None:
+        # The fixtures are read first; the first adapter then starts while they are parsed
+        # and validated (its start-up is most of a short run's wait), and is stopped if they
+        # are not valid. Not with a live suite: its budget is checked before any adapter starts.
+        read = read_fixtures(config)
+        if kept is None and not any(get(name).live for name in config.suites):
+            early = _start_early(seams[0][1], first_worker, alongside)
+    sha = _receipt_sha(config)  # (asked now, answered while the adapter starts)
+    try:
+        digest, loaded = preloaded or load_fixtures(config, read)
+        # the budget is checked before the adapter starts
+        llm = _live_client(config, loaded, shard)
+        cells: dict[str, Cell] = {}
+        items: dict[str, dict[str, dict[str, Any]]] = {}
+        digests: dict[str, dict[str, str]] = {}
+        names: list[str] = []
+        for seam, adapter in seams:
+            taken, early = early, None
+            try:
+                name = _run_adapter(adapter, loaded, seam, progress, wrap, shard, llm,
+                                    (cells, items, digests), (first_worker, alongside),
+                                    on_start, kept, taken)
+            except GateError as exc:
+                if seam:  # the same error (its kind, exit code and detail), saying whose it is
+                    exc.args = (f"seam {seam}: {exc}",)
+                raise
+            names.append(f"{seam}: {name}" if seam else name)
+    finally:
+        if early is not None:  # (an input that was not valid: it never served a request)
+            early.kill()
+        git_sha = sha()
     return Results(
         schema_version=SCHEMA_VERSION,
         fixtures_hash=digest,
@@ -211,7 +262,7 @@ def run(config: Config, progress: Progress | None = None,
         corpus={name: fixtures.corpus for name, fixtures in loaded.items()},
         receipt={
             "tool_version": __version__,
-            "git_sha": _receipt_sha(config),
+            "git_sha": git_sha,
             "started_at": started.isoformat(timespec="seconds"),
             "duration": time.perf_counter() - clock,
             "adapter": ", ".join(names),
@@ -228,11 +279,12 @@ def _run_adapter(config: Config, loaded: dict[str, SuiteFixtures], seam: str,
                  into: tuple[dict[str, Cell], dict[str, Any], dict[str, dict[str, str]]],
                  numbering: tuple[int, bool] = (1, False),
                  on_start: Callable[[str, bool], None] | None = None,
-                 kept: Kept | None = None) -> str:
+                 kept: Kept | None = None, early: Workers | None = None) -> str:
     """Every suite of ``loaded`` against ``config``'s one adapter, in its workers, its cells and
     items put ``into`` (cells, items, digests) under ``seam``; the adapter's name. ``numbering``
     is the first worker's number and whether other runs go on alongside; with ``kept``, a
-    worker's process is taken from it, and every worker's given back to it after the run."""
+    worker's process is taken from it, and every worker's given back to it after the run;
+    ``early`` are its processes already started (:func:`_start_early`)."""
     from membench_gate.run import workers as pool
 
     cells, items, digests = into
@@ -242,12 +294,15 @@ def _run_adapter(config: Config, loaded: dict[str, SuiteFixtures], seam: str,
     count = pool.useful(scored, config.workers, live)
     first, alongside = numbering
     numbers, several = range(first, first + count), alongside or count > 1
-    processes = kept.take(config, seam, numbers, several) if kept is not None else None
+    processes = early or (kept.take(config, seam, numbers, several) if kept is not None
+                          else None)
     if processes is None:
         processes = pool.Workers(config, numbers, several)
         if kept is not None:
             kept.lend(processes)  # (refused, and stopped, once the selftest has stopped)
     try:
+        if early is not None:
+            early.keep(count, several)
         client = processes.first.client
         for name in loaded:  # what a suite needs of the adapter, before any suite runs
             check_adapter = get(name).check_adapter

@@ -21,7 +21,7 @@ from membench_gate.errors import GateError
 from membench_gate.model.measurement import digest, sorted_digest
 from membench_gate.model.results import validation_message
 from membench_gate.suites import get
-from membench_gate.suites.common.folders import FixtureFile, suite_files
+from membench_gate.suites.common.folders import FixtureFile, ReadFolders, suite_files
 
 
 def parse_time(value: str, where: str) -> datetime:
@@ -95,11 +95,14 @@ class SuiteFixtures:
         return next((label for i, label in self.origins if i == ident), f"fixtures/{self.suite}")
 
 
-def load_suite(suite: str, entries: list[str], base_dir: Path, include_holdout: bool) -> SuiteFixtures:
-    """Load, merge and validate a suite's fixture folders; compute digests of included items."""
+def load_suite(suite: str, entries: list[str], base_dir: Path, include_holdout: bool,
+               read: ReadFolders | None = None) -> SuiteFixtures:
+    """Load, merge and validate a suite's fixture folders (or the files ``read`` of them, see
+    :func:`~membench_gate.suites.common.folders.read_suite`); compute digests of included
+    items."""
     schema = get(suite).fixtures
     fixtures = schema.Fixtures(suite=suite, files=[])
-    for files in suite_files(suite, entries, base_dir):
+    for files in suite_files(suite, entries, base_dir, read):
         fixtures.files += files
         schema.load(fixtures, files)
     schema.validate(fixtures, include_holdout)

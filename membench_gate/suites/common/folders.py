@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 
 from membench_gate.defaults import BUILTIN
 from membench_gate.errors import GateError
-from membench_gate.files import data_dir, load_json, read_text
+from membench_gate.files import data_dir, decode_text, load_json, read_raw, read_text
 from membench_gate.suites import get
 
 
@@ -25,10 +25,36 @@ class FixtureFile(NamedTuple):
     data: Any
 
 
-def suite_files(suite: str, entries: list[str], base_dir: Path) -> list[list[FixtureFile]]:
+# A suite's fixture files as read, not yet parsed (:func:`read_suite`): each folder's files,
+# each as (path, label, bytes).
+ReadFolders = list[list[tuple[Path, str, bytes]]]
+
+
+def suite_files(suite: str, entries: list[str], base_dir: Path,
+                read: ReadFolders | None = None) -> list[list[FixtureFile]]:
     """The parsed JSON files of each of a suite's fixture folders, in the order the suite reads
-    them; nothing is validated beyond being JSON."""
-    return [[FixtureFile(label, path, _read_json(path, label)) for path, label in folder]
+    them; nothing is validated beyond being JSON. With ``read`` (what :func:`read_suite` gave),
+    those bytes are parsed (and let go of) and the folders are not looked at again."""
+    if read is None:
+        return [[FixtureFile(label, path, _read_json(path, label)) for path, label in folder]
+                for folder in suite_paths(suite, entries, base_dir)]
+    parsed = []
+    for folder in read:
+        files = []
+        for at, (path, label, data) in enumerate(folder):
+            text = decode_text(data, label, FIXTURE_FILE)
+            folder[at] = (path, label, b"")  # its bytes are not kept once they are text
+            del data
+            files.append(FixtureFile(label, path, load_json(text, label)))
+        parsed.append(files)
+    return parsed
+
+
+def read_suite(suite: str, entries: list[str], base_dir: Path) -> ReadFolders:
+    """Every file :func:`suite_files` would parse, read now: which files there are and their
+    bytes, fixed before anything else runs (docs/gate.md, "Inputs before the pull request's
+    code")."""
+    return [[(path, label, read_raw(path, label, FIXTURE_FILE)) for path, label in folder]
             for folder in suite_paths(suite, entries, base_dir)]
 
 
@@ -62,5 +88,8 @@ def _folder(entry: str, suite: str, base_dir: Path) -> tuple[Path, str]:
     return folder, entry.rstrip("/")
 
 
+FIXTURE_FILE = "fixture file"
+
+
 def _read_json(path: Path, label: str) -> Any:
-    return load_json(read_text(path, label, "fixture file"), label)
+    return load_json(read_text(path, label, FIXTURE_FILE), label)

@@ -1,0 +1,174 @@
+"""The adapter starts while the fixtures are parsed (docs/gate.md, "Inputs before the pull
+request's code"): the fixture files are read first — which files there are and their bytes — so
+what the adapter does to them from its first instant changes nothing of the run; a fixture that
+is not valid stops the adapter started beside it, and its error is the run's, as before.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from membench_gate.config import Config, load_config
+from membench_gate.errors import GateError
+from membench_gate.run.runner import load_fixtures, read_fixtures, run
+from membench_gate.suites.common.folders import suite_files
+from tests.support.cli import run_cli
+from tests.support.configs import write_config, write_json
+
+FACTS = [
+    {"id": "f1", "text": "The billing service stores money as integer cents."},
+    {"id": "f2", "text": "Staging deploys run every weekday at 14:00 UTC."},
+    {"id": "f3", "text": "The on-call rotation hands over on Mondays at 10:00."},
+]
+PROBES = [
+    {"id": "p1", "question": "How does billing store money?", "gold_fact_id": "f1"},
+    {"id": "p2", "question": "When do staging deploys run?", "gold_fact_id": "f2"},
+    {"id": "p3", "question": "Which CDN serves the docs site?", "gold_fact_id": None},
+]
+SUITES = '[suites.abstention]\nfixtures = ["fx"]\nk = 3\n'
+
+
+def _fixtures(folder: Path) -> Path:
+    write_json(folder / "fx" / "facts.json", FACTS)
+    write_json(folder / "fx" / "probes.json", PROBES)
+    return folder / "fx"
+
+
+def _measured(results: Any) -> dict[str, Any]:
+    data = results.model_dump(mode="json")
+    return {key: data[key] for key in ("fixtures_hash", "cells", "digests", "corpus", "items")}
+
+
+def _tamper(fx: Path) -> None:
+    """What an adapter could do the moment it starts: every probe made the same easy question,
+    a fact dropped, a fact file's bytes made invalid."""
+    write_json(fx / "probes.json", [{**probe, "question": FACTS[0]["text"]} for probe in PROBES])
+    (fx / "facts.json").write_text("{ not JSON", encoding="utf-8")
+
+
+def test_what_the_adapter_rewrites_the_moment_it_starts_was_read_before(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fx = _fixtures(tmp_path)
+    config = load_config(write_config(tmp_path, SUITES))
+    honest = _measured(run(config))
+
+    launch = Config.launch
+
+    def tampering_launch(self: Config, env: Any = None) -> Any:
+        _tamper(fx)  # before the adapter's process exists: the earliest its code could
+        return launch(self, env)
+
+    monkeypatch.setattr(Config, "launch", tampering_launch)
+    assert _measured(run(config)) == honest
+    # The control: the adapter's start did rewrite them, and a run that read them now fails.
+    assert (fx / "facts.json").read_text(encoding="utf-8") == "{ not JSON"
+    monkeypatch.setattr(Config, "launch", launch)
+    with pytest.raises(GateError, match=r"facts\.json"):
+        run(config)
+
+
+def test_the_files_read_are_parsed_as_they_were_read(tmp_path: Path) -> None:
+    """Which files a folder holds is fixed when it is read: a file added to a subfolder later,
+    or one removed, is not looked for again."""
+    folder = tmp_path / "fx"
+    write_json(folder / "conversations" / "c1.json", {
+        "id": "c1", "source": "work",
+        "pages": [{"slug": "ana-lima", "text": "Ana Lima runs the billing team.",
+                   "aliases": ["Ana"], "source": "work"}],
+        "turns": [{"id": "t1", "text": "Ask Ana about invoices.", "expect": "retrieve",
+                   "gold": ["ana-lima"], "acceptable": []}],
+    })
+    config = load_config(write_config(tmp_path, '[suites.push]\nfixtures = ["fx"]\n'))
+    expected = load_fixtures(config)
+    read = read_fixtures(config)
+    (folder / "conversations" / "c1.json").unlink()
+    write_json(folder / "conversations" / "c0.json", {"id": "c0", "turns": []})
+    assert load_fixtures(config, read)[0] == expected[0]
+    assert [[f.label for f in files] for files in suite_files("push", ["fx"], tmp_path, None)] \
+        == [["fx/conversations/c0.json"]]  # (the disk says otherwise now)
+
+
+def test_a_file_read_is_decoded_as_a_text_file_is_read(tmp_path: Path) -> None:
+    """Windows and old Mac line ends and a bad byte: the same text, and the same error, as
+    reading the file as text gives."""
+    fx = _fixtures(tmp_path)
+    text = (fx / "probes.json").read_text(encoding="utf-8")
+    (fx / "probes.json").write_bytes(text.replace("\n", "\r\n").encode("utf-8"))
+    config = load_config(write_config(tmp_path, SUITES))
+    assert load_fixtures(config, read_fixtures(config))[0] == load_fixtures(config)[0]
+    (fx / "facts.json").write_bytes(b'[{"id": "f1", "text": "caf\xe9"}]')
+    with pytest.raises(GateError) as from_disk:
+        load_fixtures(config)
+    with pytest.raises(GateError) as from_read:
+        load_fixtures(config, read_fixtures(config))
+    assert str(from_read.value) == str(from_disk.value)
+    assert "fx/facts.json: cannot read fixture file" in str(from_read.value)
+    (fx / "facts.json").write_bytes(b'[\r  {"id": "f1" "text": "x"}\r]')
+    with pytest.raises(GateError) as from_disk:
+        load_fixtures(config)
+    with pytest.raises(GateError) as from_read:
+        load_fixtures(config, read_fixtures(config))
+    assert str(from_read.value) == str(from_disk.value)
+    assert "fx/facts.json:2:" in str(from_read.value)
+
+
+def _alive_with(token: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if token.encode() in argv and state != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads the process table in /proc")
+def test_a_fixture_that_is_not_valid_stops_the_adapter_started_beside_it(tmp_path: Path) -> None:
+    """A command adapter that starts, says so and never answers: the run is the fixture's one
+    error line (as without the adapter), and no process of the adapter is left."""
+    token = f"early-start-{os.getpid()}"
+    started = tmp_path / "started"
+    script = ("import pathlib, sys, time; pathlib.Path(sys.argv[1]).write_text('yes'); "
+              "time.sleep(60)")
+    adapter = json.dumps([sys.executable, "-c", script, str(started), token])
+    fx = _fixtures(tmp_path)
+    (fx / "probes.json").write_text('[\n  {"id": "p1" "question": "x"}\n]\n', encoding="utf-8")
+    config = write_config(tmp_path, f"[adapter]\ncommand = {adapter}\ntimeout = 5\n" + SUITES)
+    proc = run_cli("run", "--config", config, cwd=tmp_path)
+    assert proc.returncode == 4, proc.stderr
+    assert proc.stderr.splitlines() == [
+        "membench-gate: error: fx/probes.json:2:15: invalid JSON: Expecting ',' delimiter"], \
+        proc.stderr
+    assert _alive_with(token) == []
+    # The same fixture error when the adapter cannot even start: the fixtures' comes first.
+    missing = write_config(tmp_path, '[adapter]\ncommand = ["/nonexistent/memory"]\n' + SUITES)
+    again = run_cli("run", "--config", missing, cwd=tmp_path)
+    assert (again.returncode, again.stderr) == (proc.returncode, proc.stderr)
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads the process table in /proc")
+def test_the_control_an_adapter_that_never_answers_did_start(tmp_path: Path) -> None:
+    """With valid fixtures the same adapter is waited for until its timeout: it was started,
+    so the test above saw a started adapter stopped, not one that never ran."""
+    token = f"early-start-control-{os.getpid()}"
+    started = tmp_path / "started"
+    script = ("import pathlib, sys, time; pathlib.Path(sys.argv[1]).write_text('yes'); "
+              "time.sleep(60)")
+    adapter = json.dumps([sys.executable, "-c", script, str(started), token])
+    _fixtures(tmp_path)
+    config = write_config(tmp_path, f"[adapter]\ncommand = {adapter}\ntimeout = 2\n" + SUITES)
+    proc = run_cli("run", "--config", config, cwd=tmp_path)
+    assert proc.returncode == 4 and "no answer within 2s" in proc.stderr, proc.stderr
+    assert started.read_text() == "yes"
+    assert _alive_with(token) == []
