@@ -172,3 +172,42 @@ def test_the_control_an_adapter_that_never_answers_did_start(tmp_path: Path) -> 
     assert proc.returncode == 4 and "no answer within 2s" in proc.stderr, proc.stderr
     assert started.read_text() == "yes"
     assert _alive_with(token) == []
+
+
+COUNTED = '''\
+import os
+from pathlib import Path
+
+from membench_gate.reference import ReferenceMemory
+
+
+class Counted(ReferenceMemory):
+    """The reference memory, noting each worker that builds one."""
+
+    def __init__(self, **options):
+        with Path(__file__).with_name("built.txt").open("a") as built:
+            built.write(os.environ["MEMBENCH_WORKER"] + "\\n")
+        super().__init__(**options)
+'''
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads the process table in /proc")
+def test_workers_started_before_the_fixtures_said_how_many_are_stopped_unbuilt(
+        tmp_path: Path) -> None:
+    """Four workers asked for, started before the fixtures are parsed; two probes give only two
+    anything to score: the other two hosts are stopped without building a memory, and the
+    results are one worker's."""
+    (tmp_path / "counted.py").write_text(COUNTED, encoding="utf-8")
+    write_json(tmp_path / "fx" / "facts.json", FACTS)
+    write_json(tmp_path / "fx" / "probes.json", PROBES[:2])
+    outs = []
+    for jobs in ("1", "4"):
+        (tmp_path / "built.txt").unlink(missing_ok=True)
+        config = write_config(tmp_path, SUITES, adapter="counted:Counted")
+        out = tmp_path / f"r{jobs}.json"
+        proc = run_cli("run", "--config", config, "--jobs", jobs, "--out", out, cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr
+        outs.append({k: v for k, v in json.loads(out.read_text()).items() if k != "receipt"})
+        assert _alive_with("counted:Counted") == []
+    assert sorted((tmp_path / "built.txt").read_text().split()) == ["1", "2"]
+    assert outs[0] == outs[1]
