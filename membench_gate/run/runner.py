@@ -202,7 +202,8 @@ def run(config: Config, progress: Progress | None = None,
     selftest's mutants). With ``shard``, only that shard's items are scored (the corpus is still
     ingested whole). ``preloaded`` is what :func:`load_fixtures` gave, when the caller loaded
     them already. Every input is read before the adapter starts: nothing the memory's code does
-    can change what it is measured on.
+    can change what it is measured on. (Without ``preloaded`` the fixture files are read — which
+    files, and their bytes — and the first adapter then starts while they are parsed.)
 
     Each adapter runs as ``config.workers`` processes (:mod:`membench_gate.run.workers`),
     numbered from ``first_worker``; ``alongside`` says other runs' adapters run at the same time

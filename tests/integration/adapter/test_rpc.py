@@ -577,6 +577,49 @@ def test_what_an_ingest_stores_is_frozen_until_the_next_reset(tmp_path: Path) ->
     ]
 
 
+UNCLOSED = """
+import os
+from pathlib import Path
+
+
+class Unclosed:
+    \"\"\"A memory that writes its log through a file it never closes, relying on the exit.\"\"\"
+
+    def __init__(self):
+        self.log = open(Path(os.environ["UNCLOSED_LOG"]), "w")
+
+    def reset(self):
+        self.log.write("reset\\n")
+
+    def ingest(self, records):
+        self.log.write(f"{len(records)} records\\n")
+
+    def search(self, query):
+        return {"hits": [], "abstain": True}
+
+    def close(self):
+        Path(os.environ["UNCLOSED_LOG"] + ".closed").write_text("closed")
+"""
+
+
+def test_a_host_that_answered_shutdown_exits_as_python_exits(tmp_path: Path) -> None:
+    """The host exits quickly after ``shutdown`` (its store out of the collector's sight), yet
+    as Python exits: ``close()`` ran before, and a file the memory never closed is flushed."""
+    from membench_gate.adapter import rpc
+
+    (tmp_path / "unclosed.py").write_text(UNCLOSED)
+    log = tmp_path / "memory.log"
+    env = {**os.environ, "UNCLOSED_LOG": str(log)}
+    with rpc.start(rpc.adapter_argv(None, "unclosed:Unclosed"), tmp_path, {}, 30.0,
+                   env=env) as client:
+        client.process.call("reset", {})
+        client.process.call("ingest", {"records": [{"id": "r1", "text": "t"}]})
+        process = client.process.proc
+    assert process.wait(timeout=10) == 0
+    assert log.read_text() == "reset\n1 records\n"
+    assert (tmp_path / "memory.log.closed").read_text() == "closed"
+
+
 def test_ingest_batches_are_built_and_encoded_with_the_collector_paused(tmp_path: Path) -> None:
     import gc
 
