@@ -52,8 +52,7 @@ import importlib  # noqa: E402
 import json  # noqa: E402
 from collections.abc import Callable, Iterable, Iterator, Mapping  # noqa: E402
 from dataclasses import fields  # noqa: E402
-from operator import attrgetter  # noqa: E402
-from typing import Any, BinaryIO, Literal  # noqa: E402
+from typing import Any, BinaryIO  # noqa: E402
 
 from membench_gate.adapter.polling import Poller  # noqa: E402
 from membench_gate.adapter.types import (  # noqa: E402
@@ -402,67 +401,16 @@ def _build_ingest_schema() -> Any:
     }))
 
 
-_batch_reader: Any = None  # msgspec's reader of an ingest request; False without msgspec
-_FIELDS = tuple(f.name for f in fields(Record))
-
-
-def _msgspec_reader() -> Any:
-    """msgspec's decoder of an ``ingest`` request, its records read straight into
-    :class:`Record` (times by the parser :func:`~membench_gate.adapter.types._parse_time` uses
-    too); ``False`` without msgspec or with one that cannot build it."""
-    try:
-        import msgspec
-
-        params = msgspec.defstruct("IngestParams", [("records", list[Record])])
-        request = msgspec.defstruct("IngestRequest", [
-            ("jsonrpc", Any), ("id", Any), ("method", Literal["ingest"]), ("params", params)])
-        return msgspec.json.Decoder(request).decode
-    except Exception:  # ImportError, or a version that cannot (the memory's own environment)
-        return False
-
-
-_source, _created, _reviewed = attrgetter("source"), attrgetter("created_at"), \
-    attrgetter("reviewed_at")
-
-
-def _read_alike(records: list[Record]) -> bool:
-    """Whether records msgspec read are what :func:`record_from_wire` builds from the same
-    objects: every field written, in order (a missing one is a default msgspec leaves out of
-    the record's ``__dict__``), no empty source (read as ``"default"``) and no time without a
-    zone (read as UTC). msgspec refuses anything else the general path reads otherwise — a
-    value of another type, a time that is not RFC 3339, a number out of a float's range."""
-    if set(map(tuple, map(vars, records))) - {_FIELDS} or "" in set(map(_source, records)):
-        return False
-    times = set(map(_created, records))
-    times.update(map(_reviewed, records))
-    times.discard(None)
-    return all(moment.tzinfo is not None for moment in times)
-
-
 def _loads(line: bytes) -> Any:
     """A request line's JSON: the same values either way (the gate wrote it, as JSON without
     NaN); ``ValueError`` for a line that is not JSON. An ``ingest`` batch as the gate writes
-    it comes with its records built (:class:`_Built`): by msgspec, 1 µs a record, or by
-    pydantic-core, 2 µs, instead of 2.5 (benchmarks/README.md, "bench_boundary.py")."""
-    global _from_json, _ingest_validator, _batch_reader
+    it comes with its records built (:class:`_Built`): 2 µs a record instead of 2.5."""
+    global _from_json, _ingest_validator
     if len(line) < FAST_DECODE_BYTES:
         return json.loads(line)
-    if _batch_reader is None:
-        _batch_reader = _msgspec_reader()
-    ingest = b'"ingest"' in line[:100]  # (the method, near the start)
-    if _batch_reader and ingest:
-        try:
-            request = _batch_reader(line)
-        except Exception:  # (a ValidationError or DecodeError) read by the next way
-            pass
-        else:
-            records = request.params.records
-            if _read_alike(records):
-                return {"jsonrpc": request.jsonrpc, "id": request.id, "method": "ingest",
-                        "params": {"records": _Built(records)}}
     if _ingest_validator is None:
         _ingest_validator = _ingest_schema()
-    if _ingest_validator and ingest:
+    if _ingest_validator and b'"ingest"' in line[:100]:  # (the method, near the start)
         try:
             message = _ingest_validator.validate_json(line)
         except Exception:  # (a ValidationError) read as any request is, below: what is wrong

@@ -20,7 +20,6 @@ boundary — the gate's client (:mod:`membench_gate.adapter.rpc`) and the host �
 from __future__ import annotations
 
 import gc
-import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -192,41 +191,10 @@ def time_from_wire(value: Any, where: str) -> datetime | None:
 
 @lru_cache(maxsize=65536)
 def _parse_time(value: str) -> datetime:
-    """A wire time; a naive one is taken as UTC. Corpora repeat their timestamps: each distinct
-    one is parsed once.
-
-    An RFC 3339 time (what the gate writes) is read by msgspec's parser where msgspec is
-    installed — the parser that reads the gate's ingest batches straight into records
-    (:mod:`membench_gate.adapter.host`), so that a time reads alike on either path, even one
-    the gate never writes (more than six digits of a second are rounded); any other ISO 8601
-    form by ``datetime.fromisoformat``."""
-    parsed = _rfc3339(value)
-    if parsed is None:
-        text = value[:-1] + "+00:00" if value.endswith(("Z", "z")) else value
-        parsed = datetime.fromisoformat(text)
+    """Corpora repeat their timestamps: each distinct one is parsed once."""
+    text = value[:-1] + "+00:00" if value.endswith(("Z", "z")) else value
+    parsed = datetime.fromisoformat(text)
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
-
-
-_rfc3339_decode: Any = None  # msgspec's reader of a JSON string as a datetime; False without it
-
-
-def _rfc3339(value: str) -> datetime | None:
-    """``value`` read by msgspec as an RFC 3339 time; ``None`` when it is not one, or without
-    msgspec."""
-    global _rfc3339_decode
-    if _rfc3339_decode is None:
-        try:
-            import msgspec
-
-            _rfc3339_decode = msgspec.json.Decoder(datetime).decode
-        except ImportError:  # an interpreter without the gate's dependencies
-            _rfc3339_decode = False
-    if _rfc3339_decode is False:
-        return None
-    try:
-        return _rfc3339_decode(json.dumps(value))  # type: ignore[no-any-return]
-    except Exception:  # msgspec's ValidationError: not RFC 3339
-        return None
 
 
 def record_for_encoder(record: Record) -> Mapping[str, Any]:
