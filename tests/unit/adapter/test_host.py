@@ -9,6 +9,8 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from membench_gate.adapter import host, rpc
 from membench_gate.adapter.types import Record, record_for_encoder, record_from_wire
@@ -38,13 +40,7 @@ def _general(line: bytes) -> list[Record]:
     return [record_from_wire(r) for r in json.loads(line)["params"]["records"]]
 
 
-def test_a_batch_the_gate_writes_is_read_into_the_records_the_general_path_builds() -> None:
-    line = _line([record_for_encoder(r) for r in RECORDS])
-    assert len(line) >= host.FAST_DECODE_BYTES
-    message = host._loads(line)
-    built = message["params"]["records"]
-    assert type(built) is host._Built and message["id"] == 7
-    expected = _general(line)
+def _same(built: list[Record], expected: list[Record]) -> None:
     assert built == expected
     for ours, theirs in zip(built, expected, strict=True):
         assert type(ours) is Record
@@ -52,7 +48,17 @@ def test_a_batch_the_gate_writes_is_read_into_the_records_the_general_path_build
         assert [type(v) for v in vars(ours).values()] == [type(v) for v in vars(theirs).values()]
         for name in ("created_at", "reviewed_at"):
             if getattr(ours, name) is not None:
-                assert getattr(ours, name).tzinfo is timezone.utc
+                assert getattr(ours, name).tzinfo == getattr(theirs, name).tzinfo
+
+
+def test_a_batch_the_gate_writes_is_read_into_the_records_the_general_path_builds() -> None:
+    line = _line([record_for_encoder(r) for r in RECORDS])
+    assert len(line) >= host.FAST_DECODE_BYTES
+    message = host._loads(line)
+    built = message["params"]["records"]
+    assert type(built) is host._Built and message["id"] == 7
+    _same(built, _general(line))
+    assert all(r.created_at is None or r.created_at.tzinfo is timezone.utc for r in built)
 
 
 @pytest.mark.parametrize("change", [
@@ -75,6 +81,20 @@ def test_any_other_record_takes_the_general_path(change: dict[str, Any]) -> None
     except (ValueError, TypeError, KeyError) as exc:
         got = type(exc), str(exc)
     assert got == expected
+
+
+@pytest.mark.parametrize("time", [
+    "2026-01-02T03:04:05", "2026-01-02T03:04:05.1234567Z", "2026-01-02T03:04:05.9999995Z",
+    "2026-01-02T03:04:05.1Z", "2026-01-02t03:04:05z", "2026-01-02 03:04:05+05:30",
+    "2026-01-02T03:04:05-00:00", "9999-12-31T23:59:59.9999999Z", "2026-01-02",
+])
+def test_a_time_the_gate_never_writes_reads_as_the_general_path_reads_it(time: str) -> None:
+    """No zone (UTC), more or fewer digits of a second, another separator or zone, not RFC
+    3339: whichever way the batch is read, each time is the general path's."""
+    wire = {**record_for_encoder(RECORDS[1]), "created_at": time, "reviewed_at": time}
+    line = _line([wire])
+    records = host._loads(line)["params"]["records"]
+    _same([r if type(r) is Record else record_from_wire(r) for r in records], _general(line))
 
 
 def test_a_record_without_every_field_or_another_method_takes_the_general_path() -> None:
@@ -115,3 +135,94 @@ def test_a_pydantic_core_that_cannot_build_the_reader_leaves_the_general_path(
     records = host._loads(line)["params"]["records"]
     assert host._ingest_validator is False and type(records) is not host._Built
     assert [record_from_wire(r) for r in records] == _general(line)
+
+
+_TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=8)
+_JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False,
+                                                                            allow_infinity=False)
+                     | _TEXT, lambda inner: st.lists(inner, max_size=3)
+                     | st.dictionaries(_TEXT, inner, max_size=3), max_leaves=6)
+
+
+_RECORD = st.builds(
+    Record, id=_TEXT, text=_TEXT, source=st.sampled_from(["default", "team"]),
+    files=st.lists(_TEXT, max_size=2).map(tuple),
+    created_at=st.none() | st.datetimes(min_value=datetime(1, 1, 2), timezones=st.sampled_from(
+        [timezone.utc, timezone(timedelta(hours=5, minutes=30))]) | st.none()),
+    reviewed_at=st.none() | st.datetimes(min_value=datetime(1, 1, 2)),
+    relevance=st.none() | st.floats(allow_nan=False, allow_infinity=False) | st.integers(-9, 9),
+    entity=st.none() | _TEXT, aliases=st.lists(_TEXT, max_size=2).map(tuple),
+    meta=st.dictionaries(_TEXT, _JSON, max_size=3))
+
+
+@st.composite
+def _odd_time(draw: st.DrawFn) -> str:
+    """A time in a form the gate never writes: another number of digits of a second, another
+    separator or zone, no zone, or not RFC 3339 at all."""
+    moment = draw(st.datetimes(min_value=datetime(1, 1, 2), max_value=datetime(9999, 12, 30)))
+    digits = draw(st.sampled_from([1, 3, 5, 7, 9]))
+    fraction = f"{moment.microsecond:06d}{draw(st.integers(0, 999)):03d}"[:digits]
+    text = moment.strftime("%Y-%m-%d") + draw(st.sampled_from(["T", "t", " "])) + \
+        moment.strftime("%H:%M:%S") + draw(st.sampled_from(["", f".{fraction}"]))
+    zone = draw(st.sampled_from(["Z", "z", "+00:00", "-00:00", "+05:30", "", "Q"]))
+    return draw(st.sampled_from([text + zone, text + zone, moment.strftime("%Y-%m-%d")]))
+
+
+_ODD = {  # a field's value as another client might write it
+    "id": st.integers(), "source": st.sampled_from(["", None]), "files": st.none(),
+    "created_at": _odd_time() | st.integers(), "reviewed_at": _odd_time(),
+    "relevance": st.booleans() | st.integers(-2**70, 2**70) | st.just(2**1024),
+    "entity": st.integers(), "aliases": st.text(max_size=3), "meta": st.none() | st.lists(_JSON),
+}
+
+
+@st.composite
+def _wire_record(draw: st.DrawFn) -> dict[str, Any]:
+    """A record as the gate writes it, with up to two fields written otherwise, then perhaps
+    reordered or with fields left out."""
+    record = json.loads(_line([record_for_encoder(draw(_RECORD))]))["params"]["records"][0]
+    for name in draw(st.lists(st.sampled_from(list(_ODD)), max_size=2, unique=True)):
+        record[name] = draw(_ODD[name])
+    form = draw(st.sampled_from(["in order", "in order", "reordered", "fields left out"]))
+    if form == "reordered":
+        return {key: record[key] for key in draw(st.permutations(list(record)))}
+    if form == "fields left out":
+        kept = draw(st.sets(st.sampled_from(list(record)[2:])))
+        return {key: value for key, value in record.items() if key in ("id", "text") or key in kept}
+    return record
+
+
+def _outcome(read: Any) -> Any:
+    try:
+        return read(), None
+    except (ValueError, TypeError, KeyError, OverflowError) as exc:
+        return None, (type(exc), str(exc))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_wire_record(), min_size=1, max_size=4))
+def test_whatever_reads_a_batch_it_builds_what_the_general_path_builds(
+        records: list[dict[str, Any]]) -> None:
+    """Records in every form a client could write — the gate's, or fields missing, reordered,
+    of another type, times in forms the gate never writes — read by the host's fast reader or
+    handed on: the records (or the error) of the general path, field for field."""
+    padding = [record_for_encoder(Record(id=f"pad-{n}", text="x" * 200)) for n in range(400)]
+    line = json.dumps({"jsonrpc": "2.0", "id": 7, "method": "ingest",
+                       "params": {"records": [*records, *padding]}}).encode() + b"\n"
+    expected, error = _outcome(lambda: _general(line))
+    message = host._loads(line)
+    got, got_error = _outcome(lambda: [r if type(r) is Record else record_from_wire(r)
+                                       for r in message["params"]["records"]])
+    assert got_error == error
+    if expected is not None:
+        _same(got, expected)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_RECORD, min_size=1, max_size=4))
+def test_any_batch_the_gate_writes_is_read_fast_into_the_general_paths_records(
+        records: list[Record]) -> None:
+    line = _line([record_for_encoder(r) for r in records])
+    built = host._loads(line)["params"]["records"]
+    assert type(built) is host._Built
+    _same(built, _general(line))
