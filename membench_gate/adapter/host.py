@@ -305,7 +305,8 @@ def requests_of(fd: int, poller: Poller | None = None) -> Iterator[bytes]:
             pending.append(chunk[start:])
 
 
-def serve(target: str, requests: Iterable[bytes], responses: BinaryIO) -> int:
+def serve(target: str, requests: Iterable[bytes], responses: BinaryIO,
+          exiting: bool = False) -> int:
     """Answer requests line by line until ``shutdown`` or the end of input; the adapter's
     ``close()`` is called either way.
 
@@ -326,7 +327,8 @@ def serve(target: str, requests: Iterable[bytes], responses: BinaryIO) -> int:
     Only after a large batch (:data:`FAST_DECODE_BYTES`): with a freeze after every small
     ingest and a thaw at every reset, the collector's count of long-lived objects runs behind
     and it walks the whole heap far more often — the built-in suites' calls took 10% longer.
-    After ``shutdown`` everything is frozen, so the exit does not walk it either."""
+    With ``exiting`` (the host's own process, which ends when this returns) everything is frozen
+    after ``shutdown``, so the exit does not walk it either."""
     host = Host(target, preload(target))
     frozen = False
     for line in requests:
@@ -339,11 +341,13 @@ def serve(target: str, requests: Iterable[bytes], responses: BinaryIO) -> int:
             gc.unfreeze()
             frozen = False
         elif method == "shutdown":
-            # What is left is freed as the interpreter exits, without the collector walking it
-            # first (that took most of the exit of a host with the reference memory: 13 → 4
-            # ms). The adapter's close() has run; what reference counts free is freed as before
-            # (a file it never closed is flushed); cycles were not collected at exit before.
-            gc.freeze()
+            if exiting:
+                # What is left is freed as the interpreter exits, without the collector walking
+                # it first (that took most of the exit of a host with the reference memory: 13
+                # → 4 ms). The adapter's close() has run; what reference counts free is freed
+                # as before (a file it never closed is flushed); cycles were not collected at
+                # exit before either.
+                gc.freeze()
             return 0
     _close_at_end(host)
     return 0
@@ -487,7 +491,7 @@ def main() -> int:
     os.dup2(2, 1)
     sys.stdout = sys.stderr
     requests = requests_of(0) if os.name == "posix" else sys.stdin.buffer
-    return serve(_TARGET, requests, protocol)
+    return serve(_TARGET, requests, protocol, exiting=True)
 
 
 if __name__ == "__main__":

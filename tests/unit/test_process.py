@@ -32,3 +32,17 @@ def test_the_console_owns_its_process() -> None:
             "runtime.start(); process.keep(); print(gc.get_freeze_count() > 0)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "True"
+
+
+def test_a_host_served_in_this_process_leaves_nothing_frozen() -> None:
+    """The host freezes what is left after ``shutdown`` only in its own process, which then
+    ends: served as a library call it leaves the caller's collector as it was."""
+    import io
+
+    from membench_gate.adapter import host
+
+    lines = [b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocol":1}}\n',
+             b'{"jsonrpc":"2.0","id":2,"method":"shutdown"}\n']
+    before = gc.get_freeze_count()
+    assert host.serve("membench_gate.reference:ReferenceMemory", lines, io.BytesIO()) == 0
+    assert gc.get_freeze_count() == before
