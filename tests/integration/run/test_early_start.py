@@ -145,12 +145,15 @@ def test_a_fixture_that_is_not_valid_stops_the_adapter_started_beside_it(tmp_pat
     fx = _fixtures(tmp_path)
     (fx / "probes.json").write_text('[\n  {"id": "p1" "question": "x"}\n]\n', encoding="utf-8")
     config = write_config(tmp_path, f"[adapter]\ncommand = {adapter}\ntimeout = 5\n" + SUITES)
-    proc = run_cli("run", "--config", config, cwd=tmp_path)
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    proc = run_cli("run", "--config", config, cwd=tmp_path, env={"TMPDIR": str(temp)})
     assert proc.returncode == 4, proc.stderr
     assert proc.stderr.splitlines() == [
         "membench-gate: error: fx/probes.json:2:15: invalid JSON: Expecting ',' delimiter"], \
         proc.stderr
     assert _alive_with(token) == []
+    assert list(temp.iterdir()) == []  # (its worker's temp folder went with it)
     # The same fixture error when the adapter cannot even start: the fixtures' comes first.
     missing = write_config(tmp_path, '[adapter]\ncommand = ["/nonexistent/memory"]\n' + SUITES)
     again = run_cli("run", "--config", missing, cwd=tmp_path)
