@@ -163,17 +163,12 @@ def load_json_writable(data: bytes | str, label: str, numbers: bool) -> tuple[An
 def read_text(path: Path, label: str, what: str, hint: str = "") -> str:
     """A UTF-8 text file the user wrote (a config, a fixture): one ``GateError`` line naming
     ``what`` it is when it is missing or unreadable (``hint`` says what to do when missing)."""
-    try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError as exc:
-        raise GateError(f"{label}: {what} not found{hint}") from exc
-    except (OSError, UnicodeDecodeError) as exc:
-        raise GateError(f"{label}: cannot read {what}: {exc}") from exc
+    return decode_text(read_raw(path, label, what, hint), label, what)
 
 
 def read_raw(path: Path, label: str, what: str, hint: str = "") -> bytes:
-    """The bytes of a file :func:`read_text` reads, its errors in its words (decoded later by
-    :func:`decode_text`)."""
+    """The bytes of a file the user wrote, one ``GateError`` line when it is missing or
+    unreadable (:func:`decode_text` makes them its text)."""
     try:
         return path.read_bytes()
     except FileNotFoundError as exc:
@@ -183,8 +178,8 @@ def read_raw(path: Path, label: str, what: str, hint: str = "") -> bytes:
 
 
 def decode_text(data: bytes, label: str, what: str) -> str:
-    """What :func:`read_raw` read, as the text :func:`read_text` gives: UTF-8, its line ends
-    read as text files read them (``\\r\\n`` and ``\\r`` as ``\\n``), the same error."""
+    """What :func:`read_raw` read, as text: UTF-8, its line ends read as Python reads a text
+    file (``\\r\\n`` and ``\\r`` as ``\\n``)."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:

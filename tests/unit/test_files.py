@@ -177,3 +177,23 @@ def test_an_unreadable_file_is_one_line_naming_what_it_is(tmp_path: Path) -> Non
 def test_read_text_reads_utf8(tmp_path: Path) -> None:
     (tmp_path / "a.toml").write_bytes("k = \"é\"\n".encode())
     assert read_text(tmp_path / "a.toml", "a.toml", "config") == 'k = "é"\n'
+
+
+@pytest.mark.parametrize("data", [
+    b'{"a": 1}\n', b'{"a":\r\n 1}\r\n', b'{"a":\r 1}\r', b'\xef\xbb\xbf{"a": 1}', b"mixed\r\n\r\r\n\n",
+    b"caf\xc3\xa9 \xe2\x80\xa8", b"", b"ok\xffnot utf-8", b"\xc3",
+])
+def test_a_file_reads_as_python_reads_a_text_file(tmp_path: Path, data: bytes) -> None:
+    """``read_text`` is UTF-8 text with its line ends as Python's text files give them, and the
+    same error for bytes that are not UTF-8, as ``Path.read_text`` would."""
+    path = tmp_path / "f.json"
+    path.write_bytes(data)
+    try:
+        expected: object = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        expected = f"f.json: cannot read fixture file: {exc}"
+    try:
+        got: object = read_text(path, "f.json", "fixture file")
+    except GateError as exc:
+        got = str(exc)
+    assert got == expected
