@@ -24,6 +24,7 @@ import json
 import math
 import os
 import queue
+import re
 import select
 import signal
 import subprocess
@@ -133,6 +134,9 @@ def _fast_encoder() -> Callable[[Any], bytes] | None:
 
 _to_json = _fast_encoder()
 _NON_FINITE = (b"NaN", b"Infinity")
+# How other languages write them where a number goes (Perl's and C's ``Inf``, ``inf``, ``nan``):
+# said as such, rather than as a line that is not JSON at all.
+_OTHER_NON_FINITE = re.compile(rb"[:\[,]\s*(-?(?:[Ii]nf(?:inity)?|[Nn]a[Nn]))\s*[,\]}]")
 
 
 class RecordBatch(dict):  # type: ignore[type-arg]
@@ -186,7 +190,7 @@ RULES = {
     "response": "a response is a JSON-RPC 2.0 object with its request's id and a result or an error",
     "initialize": "initialize answers protocol 1, a name and boolean capabilities",
     "search": "search answers hits and a boolean abstain",
-    "push": "push answers a list of string ids",
+    "push": "push answers {\"ids\": [string, ...]}",
     "push_text": "push text is a string or null",
     "hit": "a hit has a string id and a finite number score below 1e15 in magnitude",
     "hit_fields": "text and entity strings or null, provenance an object or null",
@@ -521,8 +525,11 @@ class AdapterProcess:
             if limit is not None:
                 raise self._stopped(limit.ran_out(where.method, where.suite, where.item)) \
                     from None
-            raise self._fail(where, f"no answer within {self.timeout:g}s ([adapter] timeout)") \
-                from None
+            hint = "; nothing came on its stdout: a slow start needs a larger timeout, and an " \
+                "adapter flushes each answer (docs/adapters.md, \"Debugging\")" \
+                if where.method == "initialize" and not self._buffer else ""
+            raise self._fail(where, f"no answer within {self.timeout:g}s ([adapter] timeout)"
+                             + hint) from None
         if line is None:
             code = self._exit_code()
             raise self._fail(where, "the adapter process ended without answering"
@@ -586,6 +593,10 @@ class AdapterProcess:
             raise self._broke(where, "stdout", f"a line on stdout that is not JSON: "
                               f"{_excerpt(line)} (log to stderr)") from None
         except (ValueError, RecursionError):
+            spelled = _OTHER_NON_FINITE.search(line) if line.lstrip().startswith(b"{") else None
+            if spelled is not None:  # another language's NaN or infinity, where a number goes
+                raise self._broke(where, "finite", f"{spelled.group(1).decode()} is not JSON in a "
+                                  f"response (send finite numbers): {_excerpt(line)}") from None
             raise self._broke(where, "stdout", f"a line on stdout that is not JSON: "
                               f"{_excerpt(line)} (log to stderr)") from None
         if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
@@ -594,6 +605,9 @@ class AdapterProcess:
         if "id" not in message:
             raise self._broke(where, "response", f"a message without an id (a notification?), "
                               f"expected the response to id {ident}: {_excerpt(line)}")
+        if message.get("id") is None and "error" in message:
+            # (an adapter that could not read the request answers with id null: JSON-RPC's rule)
+            raise self._error(where, ident, message["error"])
         if message.get("id") != ident or isinstance(message.get("id"), bool):
             raise self._broke(where, "response",
                               f"a response to id {_short(message.get('id'), 40)}, expected {ident}"

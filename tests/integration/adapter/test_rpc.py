@@ -90,6 +90,19 @@ for line in sys.stdin:
             send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32000,
                                                          "message": "index shard 3 is corrupt"}})
             continue
+        if mode == "null-id-error":  # as for a line it could not parse (JSON-RPC's rule)
+            send({"jsonrpc": "2.0", "id": None, "error": {"code": -32700,
+                                                          "message": "unexpected end of string"}})
+            continue
+        if mode == "perl-inf":  # what Perl's JSON::PP writes for an infinity
+            sys.stdout.write('{"jsonrpc": "2.0", "id": %d, "result": {"hits": [{"id": "%s", '
+                             '"score": -Inf}], "abstain": false}}\n' % (rid, ids[0]))
+            sys.stdout.flush()
+            continue
+        if mode == "buffered":  # answers, but never flushes (a pipe buffered as Perl's is)
+            held = open(sys.stdout.fileno(), "w", buffering=1 << 16, closefd=False)
+            held.write(json.dumps({"jsonrpc": "2.0", "id": rid, "result": result}) + "\n")
+            time.sleep(120)
         if mode == "too-many":
             result["hits"] = [{"id": i, "score": 1.0} for i in ids[:k + 1]]
         if mode == "duplicate":
@@ -148,6 +161,19 @@ def assert_error(done: subprocess.CompletedProcess[str], *needles: str) -> str:
 
 
 @pytest.mark.slow
+def test_an_adapter_that_never_flushes_its_answer_is_told_so(tmp_path: Path) -> None:
+    """An answer left in a pipe's buffer (Perl's stdout, C's stdio) never arrives: the timeout
+    of ``initialize`` says nothing came, and what to look at."""
+    done = run_cli("run", cwd=scripted(tmp_path, "buffered", "initialize", timeout=2))
+    assert_error(done, "adapter initialize() failed: no answer within 2s ([adapter] timeout); "
+                       "nothing came on its stdout: a slow start needs a larger timeout, and an "
+                       "adapter flushes each answer (docs/adapters.md, \"Debugging\")")
+    # A call after initialize that times out is only the timeout.
+    later = run_cli("run", cwd=scripted(tmp_path, "hang", "search", timeout=2))
+    assert "nothing came" not in assert_error(later, "no answer within 2s ([adapter] timeout)")
+
+
+@pytest.mark.slow
 def test_a_well_behaved_scripted_adapter_runs(tmp_path: Path) -> None:
     # The control for every misbehaviour below: the same script, behaving.
     done = run_cli("run", "--out", "r.json", cwd=scripted(tmp_path, "none"))
@@ -169,6 +195,8 @@ def test_a_well_behaved_scripted_adapter_runs(tmp_path: Path) -> None:
     ("latin-1", "a line on stdout that is not UTF-8 (invalid continuation byte at byte 13)", "utf8"),
     ("long-stderr", "ended without answering (exit code 3)", None),
     ("error", ": index shard 3 is corrupt", None),
+    ("null-id-error", ": the adapter could not parse the request: unexpected end of string", None),
+    ("perl-inf", "-Inf is not JSON in a response (send finite numbers)", "finite"),
     ("too-many", ": 6 hits for k=5", "k"),
     ("duplicate", "returned twice", "unique"),
     ("unknown-id", "'never-ingested' was never ingested since the last reset", "known"),
