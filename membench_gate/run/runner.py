@@ -51,7 +51,8 @@ def _receipt_sha(config: Config) -> Callable[[], str | None]:
 
 def _start_early(config: Config, first: int, alongside: bool) -> Workers | None:
     """The processes of ``config``'s adapter started before the fixtures are parsed: as many as
-    it asks for (:func:`_run_adapter` stops those the fixtures leave nothing to)."""
+    it asks for (when the fixtures give fewer anything to score, :func:`_run_adapter` stops them
+    and starts that many, each with its share of the CPUs as before)."""
     from membench_gate.run import workers as pool
 
     count = config.workers
@@ -118,15 +119,22 @@ def progress_reporter(stream: TextIO | None = None) -> Progress:
     return ProgressReporter(out, bool(isatty and isatty()))
 
 
-def read_fixtures(config: Config) -> dict[str, ReadFolders]:
+def read_fixtures(config: Config) -> dict[str, ReadFolders | GateError]:
     """Every fixture file of every enabled suite of ``config``, read (which files, and their
     bytes) but not parsed: what :func:`load_fixtures` then loads, whatever happens to the files
-    meanwhile."""
-    return {name: read_suite(name, options.fixtures, config.base_dir)
-            for name, options in config.suites.items()}
+    meanwhile. A suite whose folders cannot be listed is its error, raised when
+    :func:`load_fixtures` comes to it (and a file that cannot be read, when it comes to the
+    file): with several broken inputs the error is the one loading them in order meets first."""
+    read: dict[str, ReadFolders | GateError] = {}
+    for name, options in config.suites.items():
+        try:
+            read[name] = read_suite(name, options.fixtures, config.base_dir)
+        except GateError as exc:
+            read[name] = exc
+    return read
 
 
-def load_fixtures(config: Config, read: dict[str, ReadFolders] | None = None
+def load_fixtures(config: Config, read: dict[str, ReadFolders | GateError] | None = None
                   ) -> tuple[str, dict[str, SuiteFixtures]]:
     """The fixtures hash and the loaded, validated fixtures of every enabled suite of ``config``
     (nothing is run: this is what a run measures with), from the files as :func:`read_fixtures`
@@ -135,12 +143,18 @@ def load_fixtures(config: Config, read: dict[str, ReadFolders] | None = None
     with collector_paused():
         loaded = {
             name: load_suite(name, options.fixtures, config.base_dir, config.include_holdout,
-                             None if read is None else read[name])
+                             None if read is None else _or_raise(read[name]))
             for name, options in config.suites.items()
         }
         measured = hash_of(config, {name: fixtures.files for name, fixtures in loaded.items()})
     process.keep()
     return measured, loaded
+
+
+def _or_raise(read: ReadFolders | GateError) -> ReadFolders:
+    if isinstance(read, GateError):
+        raise read
+    return read
 
 
 def cell_digests(fixtures: SuiteFixtures, items: dict[str, Any]) -> dict[str, str]:
@@ -229,6 +243,8 @@ def run(config: Config, progress: Progress | None = None,
         # are not valid. Not with a live suite: its budget is checked before any adapter starts.
         read = read_fixtures(config)
         if kept is None and not any(get(name).live for name in config.suites):
+            for name in config.suites:  # the gate's own code that reads them, imported first
+                _ = (get(name).fixtures, get(name).scoring)
             early = _start_early(seams[0][1], first_worker, alongside)
     sha = _receipt_sha(config)  # (asked now, answered while the adapter starts)
     try:
@@ -301,9 +317,9 @@ def _run_adapter(config: Config, loaded: dict[str, SuiteFixtures], seam: str,
         processes = pool.Workers(config, numbers, several)
         if kept is not None:
             kept.lend(processes)  # (refused, and stopped, once the selftest has stopped)
+    if early is not None and not early.fits(count, several):
+        processes = pool.Workers(config, numbers, several)
     try:
-        if early is not None:
-            early.keep(count, several)
         client = processes.first.client
         for name in loaded:  # what a suite needs of the adapter, before any suite runs
             check_adapter = get(name).check_adapter

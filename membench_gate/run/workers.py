@@ -270,19 +270,15 @@ class Workers:
             self.kill()
             raise _named(number, exc) from None
 
-    def keep(self, count: int, several: bool) -> None:
-        """The first ``count`` workers only, after all (started before the fixtures said how
-        many get anything to score): those beyond are stopped, never initialized; ``several``
-        as it is for ``count``."""
-        self.several = several
-        if count >= len(self.numbers):
-            return
-        self.numbers = self.numbers[:count]
-        extra = [waiting for waiting in self.waiting if waiting[0] not in self.numbers]
-        self.waiting = [waiting for waiting in self.waiting if waiting[0] in self.numbers]
-        for _, process, tmp, remove in extra:
-            process.kill()
-            _remove(tmp, remove)
+    def fits(self, count: int, several: bool) -> bool:
+        """Whether these workers, started before the fixtures said how many get anything to
+        score, are the ``count`` a run needs (``several`` as it is for ``count``); if not they
+        are stopped, never initialized, since each worker's environment holds its share of the
+        CPUs for the number started."""
+        if count == len(self.numbers) and several == self.several:
+            return True
+        self.kill()
+        return False
 
     def one_only(self) -> None:
         """The first worker alone after all: the hosts started beside it are stopped, never

@@ -26,8 +26,8 @@ class FixtureFile(NamedTuple):
 
 
 # A suite's fixture files as read, not yet parsed (:func:`read_suite`): each folder's files,
-# each as (path, label, bytes).
-ReadFolders = list[list[tuple[Path, str, bytes]]]
+# each as (path, label, its bytes or the error reading it gave).
+ReadFolders = list[list[tuple[Path, str, "bytes | GateError"]]]
 
 
 def suite_files(suite: str, entries: list[str], base_dir: Path,
@@ -42,6 +42,8 @@ def suite_files(suite: str, entries: list[str], base_dir: Path,
     for folder in read:
         files = []
         for at, (path, label, data) in enumerate(folder):
+            if isinstance(data, GateError):
+                raise data
             text = decode_text(data, label, FIXTURE_FILE)
             folder[at] = (path, label, b"")  # its bytes are not kept once they are text
             del data
@@ -54,8 +56,16 @@ def read_suite(suite: str, entries: list[str], base_dir: Path) -> ReadFolders:
     """Every file :func:`suite_files` would parse, read now: which files there are and their
     bytes, fixed before anything else runs (docs/gate.md, "Inputs before the pull request's
     code")."""
-    return [[(path, label, read_raw(path, label, FIXTURE_FILE)) for path, label in folder]
+    return [[(path, label, _raw(path, label)) for path, label in folder]
             for folder in suite_paths(suite, entries, base_dir)]
+
+
+def _raw(path: Path, label: str) -> bytes | GateError:
+    """A file's bytes, or why it cannot be read: raised when its turn to be parsed comes."""
+    try:
+        return read_raw(path, label, FIXTURE_FILE)
+    except GateError as exc:
+        return exc
 
 
 def suite_paths(suite: str, entries: list[str], base_dir: Path) -> list[list[tuple[Path, str]]]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -215,3 +216,52 @@ def test_workers_started_before_the_fixtures_said_how_many_are_stopped_unbuilt(
         assert _alive_with("counted:Counted") == []
     assert sorted((tmp_path / "built.txt").read_text().split()) == ["1", "2"]
     assert outs[0] == outs[1]
+
+
+def test_with_several_broken_inputs_the_error_is_the_first_in_loading_order(
+        tmp_path: Path) -> None:
+    """A suite whose folder is missing, after one whose file is not JSON: the error is the
+    first suite's, as when each suite was read and parsed in turn."""
+    fx = _fixtures(tmp_path)
+    (fx / "probes.json").write_text('[\n  {"id": "p1" "question": "x"}\n]\n', encoding="utf-8")
+    config = load_config(write_config(
+        tmp_path, SUITES + '[suites.veto]\nfixtures = ["no-such-folder"]\n'))
+    assert next(iter(config.suites)) == "abstention"
+    with pytest.raises(GateError) as in_turn:
+        load_fixtures(config)
+    with pytest.raises(GateError) as early:
+        run(config)
+    assert str(early.value) == str(in_turn.value)
+    assert "fx/probes.json:2:15" in str(early.value)
+    (fx / "probes.json").unlink()  # and a file that cannot be read, the same way
+    write_json(fx / "probes.json", PROBES)
+    (fx / "facts.json").unlink()
+    with pytest.raises(GateError) as in_turn:
+        load_fixtures(config)
+    with pytest.raises(GateError) as early:
+        run(config)
+    assert str(early.value) == str(in_turn.value) == "fx/facts.json: fixture file not found"
+
+
+def test_the_gates_code_that_reads_the_fixtures_is_imported_before_the_adapter_starts(
+        tmp_path: Path) -> None:
+    """What parses and scores the fixtures is the gate's own code: imported before the adapter
+    starts, so an adapter that could rewrite the gate's files cannot change how they are read."""
+    _fixtures(tmp_path)
+    config = write_config(tmp_path, SUITES)
+    code = f"""
+import sys
+from membench_gate.config import Config, load_config
+from membench_gate.run.runner import run
+launch = Config.launch
+def recording(self, env=None):
+    print(sorted(m for m in sys.modules if m.startswith("membench_gate.suites.abstention.")))
+    return launch(self, env)
+Config.launch = recording
+run(load_config(__import__("pathlib").Path({str(config)!r})))
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True, cwd=tmp_path)
+    seen = done.stdout.splitlines()[0]
+    assert "membench_gate.suites.abstention.fixtures" in seen, seen
+    assert "membench_gate.suites.abstention.scoring" in seen, seen
