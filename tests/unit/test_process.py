@@ -35,8 +35,8 @@ def test_the_console_owns_its_process() -> None:
 
 
 def test_a_host_served_in_this_process_leaves_nothing_frozen() -> None:
-    """The host freezes what is left after ``shutdown`` only in its own process, which then
-    ends: served as a library call it leaves the caller's collector as it was."""
+    """Served as a library call, the host leaves the caller's collector as it was (it freezes
+    a large ingest's store only until the next reset)."""
     import io
 
     from membench_gate.adapter import host

@@ -631,8 +631,9 @@ class Unclosed:
 
 
 def test_a_host_that_answered_shutdown_exits_as_python_exits(tmp_path: Path) -> None:
-    """The host exits quickly after ``shutdown`` (its store out of the collector's sight), yet
-    as Python exits: ``close()`` ran before, and a file the memory never closed is flushed."""
+    """The host exits after ``shutdown`` as Python exits: ``close()`` ran before, and a file
+    the memory never closed is flushed (an ``os._exit`` to save the interpreter's teardown
+    would lose it)."""
     from membench_gate.adapter import rpc
 
     (tmp_path / "unclosed.py").write_text(UNCLOSED)
