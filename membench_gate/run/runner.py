@@ -243,8 +243,8 @@ def run(config: Config, progress: Progress | None = None,
         # are not valid. Not with a live suite: its budget is checked before any adapter starts.
         read = read_fixtures(config)
         if kept is None and not any(get(name).live for name in config.suites):
-            for name in config.suites:  # the gate's own code that reads them, imported first
-                _ = (get(name).fixtures, get(name).scoring)
+            for name in config.suites:  # the gate's code that parses them, imported first
+                _ = get(name).fixtures
             early = _start_early(seams[0][1], first_worker, alongside)
     sha = _receipt_sha(config)  # (asked now, answered while the adapter starts)
     try:
