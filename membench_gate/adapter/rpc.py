@@ -137,6 +137,9 @@ _NON_FINITE = (b"NaN", b"Infinity")
 # How other languages write them where a number goes (Perl's and C's ``Inf``, ``inf``, ``nan``):
 # said as such, rather than as a line that is not JSON at all.
 _OTHER_NON_FINITE = re.compile(rb"[:\[,]\s*(-?(?:[Ii]nf(?:inity)?|[Nn]a[Nn]))\s*[,\]}]")
+# A string, where the words are only text. Cut short, it runs to the end of the line: every match
+# then succeeds where it starts, so a line of escaped quotes takes linear time, not quadratic.
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*\\?(?:"|$)', re.DOTALL)
 
 
 class RecordBatch(dict):  # type: ignore[type-arg]
@@ -593,7 +596,8 @@ class AdapterProcess:
             raise self._broke(where, "stdout", f"a line on stdout that is not JSON: "
                               f"{_excerpt(line)} (log to stderr)") from None
         except (ValueError, RecursionError):
-            spelled = _OTHER_NON_FINITE.search(line) if line.lstrip().startswith(b"{") else None
+            spelled = _OTHER_NON_FINITE.search(_STRING.sub(b'""', line)) \
+                if line.lstrip().startswith(b"{") else None
             if spelled is not None:  # another language's NaN or infinity, where a number goes
                 raise self._broke(where, "finite", f"{spelled.group(1).decode()} is not JSON in a "
                                   f"response (send finite numbers): {_excerpt(line)}") from None

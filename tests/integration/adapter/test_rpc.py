@@ -99,6 +99,11 @@ for line in sys.stdin:
                              '"score": -Inf}], "abstain": false}}\n' % (rid, ids[0]))
             sys.stdout.flush()
             continue
+        if mode == "inf-in-text":  # not JSON (cut short), with "Inf" only inside a string
+            sys.stdout.write('{"jsonrpc": "2.0", "id": %d, "result": {"hits": [{"id": "%s", '
+                             '"text": "range [0, Inf], done"}\n' % (rid, ids[0]))
+            sys.stdout.flush()
+            continue
         if mode == "buffered":  # answers, but never flushes (a pipe buffered as Perl's is)
             held = open(sys.stdout.fileno(), "w", buffering=1 << 16, closefd=False)
             held.write(json.dumps({"jsonrpc": "2.0", "id": rid, "result": result}) + "\n")
@@ -197,6 +202,7 @@ def test_a_well_behaved_scripted_adapter_runs(tmp_path: Path) -> None:
     ("error", ": index shard 3 is corrupt", None),
     ("null-id-error", ": the adapter could not parse the request: unexpected end of string", None),
     ("perl-inf", "-Inf is not JSON in a response (send finite numbers)", "finite"),
+    ("inf-in-text", "not JSON: '{\"jsonrpc\": \"2.0\", \"id\": ", "stdout"),
     ("too-many", ": 6 hits for k=5", "k"),
     ("duplicate", "returned twice", "unique"),
     ("unknown-id", "'never-ingested' was never ingested since the last reset", "known"),
