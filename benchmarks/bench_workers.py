@@ -1,11 +1,12 @@
 """Benchmark adapter workers: the same runs with one adapter process and with several.
 
     python benchmarks/bench_workers.py [--repeat 3] [--questions 60] [--sessions 40] [--words 100]
+        [--sleepy 1200] [--busy 300] [--cases 1,2,3,4,5]
 
 (``--questions 500 --sessions 50 --words 120`` is ``bench_longmemeval.py``'s full LongMemEval
 ``_s`` shape: 116,000 turns.)
 
-Four comparisons, each run side by side (interleaved, after a warm-up: ``sidebyside.py``) so both
+Five comparisons, each run side by side (interleaved, after a warm-up: ``sidebyside.py``) so both
 sides saw the same load, and summarised as the ratio of median wall times, N workers to one:
 
 1. a sleep-bound adapter — every call takes 5 ms and nothing else, as a memory waiting on a
@@ -16,7 +17,11 @@ sides saw the same load, and summarised as the ratio of median wall times, N wor
 3. a LongMemEval-shaped recall run (``bench_longmemeval.py``'s synthesizer, ``--questions``
    questions of ``--sessions`` sessions of their own, 4.6 turns of ``--words`` words each,
    imported once, not timed): ``--jobs 2`` (goal ≤ 0.6×);
-4. ``selftest`` of the built-in veto and recall suites: ``--jobs 2`` (goal ≤ 0.6×).
+4. ``selftest`` of the built-in veto and recall suites: ``--jobs 2`` (goal ≤ 0.6×);
+5. a CPU-bound adapter — every call computes for about 5 ms (a chain of sha256 digests) and
+   nothing else, as a memory that runs its own model — on ``--busy`` small haystacks of the same
+   shape as 1.: ``--jobs 2`` (no goal of its own: it shows what two workers divide on two cores
+   when the memory's work, not the gate's, is the cost).
 
 Each case is timed twice. *The command* is the CLI in a subprocess, interpreter start-up, fixture
 loading and the results file included: what a user waits for, and what Amdahl's law bounds — the
@@ -66,6 +71,30 @@ class Sleepy:
 
     def search(self, query):
         time.sleep(0.005)
+        return Answer(hits=[], abstain=True)
+'''
+BUSY = '''"""Every call computes for about 5 ms and nothing else: a memory running its own model."""
+import hashlib
+
+from membench_gate import Answer
+
+
+def work():
+    digest = b"membench"
+    for _ in range(13000):
+        digest = hashlib.sha256(digest).digest()
+    return digest
+
+
+class Busy:
+    def reset(self):
+        work()
+
+    def ingest(self, records):
+        work()
+
+    def search(self, query):
+        work()
         return Answer(hits=[], abstain=True)
 '''
 SELFTEST_SUITES = ('[suites.veto]\nfixtures = ["builtin"]\nk = 5\n'
@@ -177,20 +206,23 @@ def _busy(wall: float, cpu: float) -> str:
     return f"cpu {cpu:5.2f} s = {cpu / wall:.2f} of {len(os.sched_getaffinity(0))} CPUs busy"
 
 
+def _against(ratio: float, goal: float | None) -> str:
+    if goal is None:
+        return f"{ratio:.2f}x"
+    return f"{ratio:.2f}x  (goal <= {goal:.2f}x: {'met' if ratio <= goal else 'NOT met'})"
+
+
 def _phase_line(one: float, many: float, one_cpu: float, many_cpu: float, jobs: int,
-                goal: float) -> str:
-    ratio = many / one
+                goal: float | None) -> str:
     return (f"  the suites alone: 1 worker {one:5.2f} s ({_busy(one, one_cpu)}), {jobs} workers "
-            f"{many:5.2f} s ({_busy(many, many_cpu)})   "
-            f"{ratio:.2f}x  (goal <= {goal:.2f}x: {'met' if ratio <= goal else 'NOT met'})")
+            f"{many:5.2f} s ({_busy(many, many_cpu)})   {_against(many / one, goal)}")
 
 
-def _ratio(timings: dict, one: str, many: str, goal: float) -> str:
+def _ratio(timings: dict, one: str, many: str, goal: float | None) -> str:
     a, b = timings[one], timings[many]
-    ratio = b.wall / a.wall
     return (f"  {one:<28}{a.wall:7.2f} s   {_busy(a.wall, a.cpu)}\n"
             f"  {many:<28}{b.wall:7.2f} s   {_busy(b.wall, b.cpu)}"
-            f"   {ratio:.2f}x  (goal <= {goal:.2f}x: {'met' if ratio <= goal else 'NOT met'})")
+            f"   {_against(b.wall / a.wall, goal)}")
 
 
 def main() -> None:
@@ -201,7 +233,8 @@ def main() -> None:
     parser.add_argument("--words", type=int, default=100, help="mean words per turn")
     parser.add_argument("--sleepy", type=int, default=1200,
                         help="haystacks of the sleep-bound run")
-    parser.add_argument("--cases", default="1,2,3,4",
+    parser.add_argument("--busy", type=int, default=300, help="haystacks of the CPU-bound run")
+    parser.add_argument("--cases", default="1,2,3,4,5",
                         help="which comparisons to run (their numbers above, comma-separated)")
     args = parser.parse_args()
     if not Path("/proc/self/status").exists():
@@ -218,6 +251,15 @@ def main() -> None:
                        cwd=sleepy, env=env, check=True, capture_output=True)
         (sleepy / "membench.toml").write_text(
             '[adapter]\npython = "sleepy:Sleepy"\n[suites.recall]\nfixtures = ["fx"]\nk = 10\n',
+            encoding="utf-8")
+        busy = work / "busy"
+        busy.mkdir()
+        (busy / "busy.py").write_text(BUSY, encoding="utf-8")
+        synthesize(busy / "source.json", args.busy, 8, 2, 12)
+        subprocess.run(_gate("import", "longmemeval", "source.json", "--out", "fx"),
+                       cwd=busy, env=env, check=True, capture_output=True)
+        (busy / "membench.toml").write_text(
+            '[adapter]\npython = "busy:Busy"\n[suites.recall]\nfixtures = ["fx"]\nk = 10\n',
             encoding="utf-8")
         lme = work / "lme"
         lme.mkdir()
@@ -240,6 +282,8 @@ def main() -> None:
             ("reference memory, built-in suites", work, 2, 0.65, ["run", *builtin]),
             (f"LongMemEval-shaped recall ({args.questions} haystacks)", lme, 2, 0.60, ["run"]),
             ("selftest, veto + recall", selftest, 2, 0.60, ["selftest"]),
+            (f"CPU-bound adapter (5 ms of computing a call, {args.busy} haystacks)", busy, 2, None,
+             ["run"]),
         ]
         chosen = {int(number) for number in args.cases.split(",")}
         cases = [case for number, case in enumerate(cases, 1) if number in chosen]
@@ -250,7 +294,7 @@ def main() -> None:
                                many: _gate(*command, "--jobs", str(jobs))},
                               cwd, args.repeat, env, ok=(0, 1))
             print(f"{title}\n{_ratio(timings, one, many, goal)}", flush=True)
-            if command[0] == "run" and cwd is not sleepy:  # that one waits on its sleeps
+            if command[0] == "run" and cwd not in (sleepy, busy):  # (their memory is all sleep or work)
                 config = ROOT / "membench.toml" if "--config" in command else cwd / "membench.toml"
                 print(_phase_line(*phase(config, jobs, args.repeat), jobs, goal), flush=True)
             print(flush=True)
@@ -259,7 +303,7 @@ def main() -> None:
         print("peak memory (gate + adapter processes, resident)")
         for title, jobs, single, several in memory:
             bound = jobs * single
-            print(f"  {title:<44} 1 worker {single:6.0f} MB   {jobs} workers {several:6.0f} MB"
+            print(f"  {title:<62} 1 worker {single:6.0f} MB   {jobs} workers {several:6.0f} MB"
                   f"   {several / single:.2f}x  (at most {jobs}x: "
                   f"{'met' if several <= bound else 'NOT met'})")
 
