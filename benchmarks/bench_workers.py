@@ -97,6 +97,7 @@ class Busy:
         work()
         return Answer(hits=[], abstain=True)
 '''
+REFERENCE = 'python = "membench_gate.reference:ReferenceMemory"\n[adapter.options]\ntau = 0.35\n'
 SELFTEST_SUITES = ('[suites.veto]\nfixtures = ["builtin"]\nk = 5\n'
                    '[suites.recall]\nfixtures = ["builtin"]\nk = 10\n')
 
@@ -158,6 +159,23 @@ def peak_rss(argv: Sequence[str], cwd: Path) -> float:
     done.set()
     sampler.join()
     return peak / 1024
+
+
+def _recall_dir(folder: Path, shape: tuple[int, int, float, int], adapter: str,
+                files: dict[str, str], env: dict[str, str]) -> Path:
+    """A folder with a LongMemEval-shaped recall fixture (``synthesize``'s questions, sessions,
+    turns and words, imported), ``files`` beside it, and a ``membench.toml`` whose ``[adapter]``
+    table is ``adapter``."""
+    folder.mkdir()
+    for name, text in files.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    synthesize(folder / "source.json", *shape)
+    subprocess.run(_gate("import", "longmemeval", "source.json", "--out", "fx"), cwd=folder,
+                   env=env, check=True, capture_output=True)
+    (folder / "membench.toml").write_text(
+        f'[adapter]\n{adapter}[suites.recall]\nfixtures = ["fx"]\nk = 10\n',
+        encoding="utf-8")
+    return folder
 
 
 PHASE = """
@@ -243,38 +261,16 @@ def main() -> None:
     print(f"{os.cpu_count()} CPUs; medians of {args.repeat} interleaved runs\n")
     with tempfile.TemporaryDirectory() as scratch:
         work = Path(scratch)
-        sleepy = work / "sleepy"
-        sleepy.mkdir()
-        (sleepy / "sleepy.py").write_text(SLEEPY, encoding="utf-8")
-        synthesize(sleepy / "source.json", args.sleepy, 8, 2, 12)
-        subprocess.run(_gate("import", "longmemeval", "source.json", "--out", "fx"),
-                       cwd=sleepy, env=env, check=True, capture_output=True)
-        (sleepy / "membench.toml").write_text(
-            '[adapter]\npython = "sleepy:Sleepy"\n[suites.recall]\nfixtures = ["fx"]\nk = 10\n',
-            encoding="utf-8")
-        busy = work / "busy"
-        busy.mkdir()
-        (busy / "busy.py").write_text(BUSY, encoding="utf-8")
-        synthesize(busy / "source.json", args.busy, 8, 2, 12)
-        subprocess.run(_gate("import", "longmemeval", "source.json", "--out", "fx"),
-                       cwd=busy, env=env, check=True, capture_output=True)
-        (busy / "membench.toml").write_text(
-            '[adapter]\npython = "busy:Busy"\n[suites.recall]\nfixtures = ["fx"]\nk = 10\n',
-            encoding="utf-8")
-        lme = work / "lme"
-        lme.mkdir()
-        synthesize(lme / "source.json", args.questions, args.sessions, 4.6, args.words)
-        subprocess.run(_gate("import", "longmemeval", "source.json", "--out", "fx"), cwd=lme,
-                       env=env, check=True, capture_output=True)
-        (lme / "membench.toml").write_text(
-            '[adapter]\npython = "membench_gate.reference:ReferenceMemory"\n'
-            '[adapter.options]\ntau = 0.35\n[suites.recall]\nfixtures = ["fx"]\nk = 10\n',
-            encoding="utf-8")
+        sleepy = _recall_dir(work / "sleepy", (args.sleepy, 8, 2, 12),
+                             'python = "sleepy:Sleepy"\n', {"sleepy.py": SLEEPY}, env)
+        busy = _recall_dir(work / "busy", (args.busy, 8, 2, 12), 'python = "busy:Busy"\n',
+                           {"busy.py": BUSY}, env)
+        lme = _recall_dir(work / "lme", (args.questions, args.sessions, 4.6, args.words),
+                          REFERENCE, {}, env)
         selftest = work / "selftest"
         selftest.mkdir()
         (selftest / "membench.toml").write_text(
-            '[adapter]\npython = "membench_gate.reference:ReferenceMemory"\n'
-            '[adapter.options]\ntau = 0.35\n' + SELFTEST_SUITES, encoding="utf-8")
+            "[adapter]\n" + REFERENCE + SELFTEST_SUITES, encoding="utf-8")
         builtin = ["--config", str(ROOT / "membench.toml")]
         cases = [
             (f"sleep-bound adapter (5 ms a call, {args.sleepy} haystacks)", sleepy, 4, 0.35,
