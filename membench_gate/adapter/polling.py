@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import os
 import select
+import threading
 import time
 
 POLL_S = 300e-6  # the longest poll before a wait blocks
@@ -48,21 +49,27 @@ class Poller:
     def __init__(self, fd: int, budget_s: float = POLL_S) -> None:
         self.fd = fd
         self.cpus = usable_cpus()
+        self._lock = threading.Lock()
         self._loadavg = _loadavg() if budget_s > 0 and self.cpus >= 2 else None
         self.budget_s = budget_s if self._loadavg is not None else 0.0
 
     def close(self) -> None:
-        if self._loadavg is not None:
-            os.close(self._loadavg)
-            self._loadavg, self.budget_s = None, 0.0
+        """Close ``/proc/loadavg`` once, whichever threads call this (the thread that kills an
+        adapter and the one that drives it may both): the descriptor is taken under a lock
+        before it is closed, so no second call closes it again — or a file that reused it."""
+        with self._lock:
+            fd, self._loadavg, self.budget_s = self._loadavg, None, 0.0
+        if fd is not None:
+            os.close(fd)
 
     def cpu_free(self) -> bool:
         """Whether no more tasks are runnable than this process may use CPUs (this process and
         the other end, just woken, included)."""
-        if self._loadavg is None:
+        fd = self._loadavg
+        if fd is None:
             return False
         try:
-            fields = os.pread(self._loadavg, 128, 0).split()
+            fields = os.pread(fd, 128, 0).split()
             return int(fields[3].split(b"/")[0]) <= self.cpus
         except (OSError, ValueError, IndexError):
             self.close()

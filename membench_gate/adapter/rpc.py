@@ -63,6 +63,11 @@ from membench_gate.files import MAX_MAGNITUDE
 
 STDERR_LINES = 50
 STDERR_LINE_CHARS = 2000
+# The bytes of a stderr line held at once: enough for its first STDERR_LINE_CHARS characters in
+# any UTF-8; the rest of a longer line is read in chunks, counted and dropped.
+STDERR_HOLD_BYTES = 4 * STDERR_LINE_CHARS + 4
+STDERR_CHUNK_BYTES = 1 << 16
+_CONTINUATION_BYTES = bytes(range(0x80, 0xC0))
 EXIT_CHECK_S = 0.2  # how often a wait for an answer checks whether the adapter process ended
 SHUTDOWN_GRACE_S = 5.0
 MAX_LINE_BYTES = 256 * 1024 * 1024
@@ -277,6 +282,11 @@ _driving = _Driving()
 driving = _driving.thread
 
 
+def _utf8_chars(data: bytes) -> int:
+    """The characters of UTF-8 ``data``: its bytes that are not continuation bytes."""
+    return len(data.translate(None, _CONTINUATION_BYTES))
+
+
 class AdapterProcess:
     """A started adapter: requests in on stdin, responses out on stdout, logs kept from stderr."""
 
@@ -399,10 +409,22 @@ class AdapterProcess:
         stream = self.proc.stderr
         assert stream is not None
         try:
-            for raw in stream:
+            while raw := stream.readline(STDERR_HOLD_BYTES):
+                count = None
+                if len(raw) == STDERR_HOLD_BYTES and not raw.endswith(b"\n"):
+                    # a longer line (a gigabyte with no newline, a progress bar's ``\r``s): its
+                    # head is kept, the rest only counted, so memory stays bounded
+                    count = _utf8_chars(raw)
+                    while more := stream.readline(STDERR_CHUNK_BYTES):
+                        if more.endswith(b"\n"):
+                            count += _utf8_chars(more.rstrip(b"\r\n"))
+                            break
+                        count += _utf8_chars(more)
                 kept = raw.decode("utf-8", "replace").rstrip("\r\n")
-                if len(kept) > STDERR_LINE_CHARS:  # one line of megabytes would flood the error
-                    kept = kept[:STDERR_LINE_CHARS] + f" … ({len(kept)} characters)"
+                if count is None:
+                    count = len(kept)
+                if count > STDERR_LINE_CHARS:  # one line of megabytes would flood the error
+                    kept = kept[:STDERR_LINE_CHARS] + f" … ({count} characters)"
                 self._stderr.append(kept)
         except (OSError, ValueError):
             pass
@@ -661,11 +683,12 @@ class AdapterProcess:
 
     # --- stopping ---
 
-    def shutdown(self, wait: bool = True) -> None:
+    def shutdown(self, wait: bool = True, who: str = "") -> None:
         """``shutdown``, close stdin, give the process 5 s to exit, then kill it.
 
         With ``wait`` false the process exits while the gate goes on (writing its results);
-        :meth:`kill` then waits for what is left of the 5 s before it kills."""
+        :meth:`kill` then waits for what is left of the 5 s before it kills. ``who`` begins
+        the warning of a ``close()`` that raised (``worker 2: `` when there are several)."""
         if self._dead:
             return
         try:
@@ -677,7 +700,7 @@ class AdapterProcess:
             # An exception of its own code there (a Python adapter's close()) is said, once, and
             # changes nothing already decided (docs/adapters.md, "Shutting down").
             if isinstance(exc.__cause__, ErrorResponse) and exc.__cause__.raised:
-                print(visible(f"membench-gate: warning: {exc}; the run's results stand"),
+                print(visible(f"membench-gate: warning: {who}{exc}; the run's results stand"),
                       file=sys.stderr)
             return
         try:

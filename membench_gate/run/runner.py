@@ -237,17 +237,19 @@ def run(config: Config, progress: Progress | None = None,
     seams = config.by_seam()
     early: Workers | None = None
     read = None
-    if preloaded is None:
-        # The fixtures are read first; the first adapter then starts while they are parsed
-        # and validated (its start-up is most of a short run's wait), and is stopped if they
-        # are not valid. Not with a live suite: its budget is checked before any adapter starts.
-        read = read_fixtures(config)
-        if kept is None and not any(get(name).live for name in config.suites):
-            for name in config.suites:  # the gate's code that parses them, imported first
-                _ = get(name).fixtures
-            early = _start_early(seams[0][1], first_worker, alongside)
-    sha = _receipt_sha(config)  # (asked now, answered while the adapter starts)
-    try:
+    sha: Callable[[], str | None] | None = None
+    try:  # (from the moment processes exist: an interrupt at any point stops them)
+        if preloaded is None:
+            # The fixtures are read first; the first adapter then starts while they are parsed
+            # and validated (its start-up is most of a short run's wait), and is stopped if they
+            # are not valid. Not with a live suite: its budget is checked before any adapter
+            # starts.
+            read = read_fixtures(config)
+            if kept is None and not any(get(name).live for name in config.suites):
+                for name in config.suites:  # the gate's code that parses them, imported first
+                    _ = get(name).fixtures
+                early = _start_early(seams[0][1], first_worker, alongside)
+        sha = _receipt_sha(config)  # (asked now, answered while the adapter starts)
         digest, loaded = preloaded or load_fixtures(config, read)
         # the budget is checked before the adapter starts
         llm = _live_client(config, loaded, shard)
@@ -269,7 +271,7 @@ def run(config: Config, progress: Progress | None = None,
     finally:
         if early is not None:  # (an input that was not valid: it never served a request)
             early.kill()
-        git_sha = sha()
+        git_sha = sha() if sha is not None else None
     return Results(
         schema_version=SCHEMA_VERSION,
         fixtures_hash=digest,

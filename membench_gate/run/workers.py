@@ -284,9 +284,14 @@ class Workers:
         """The first worker alone after all: the hosts started beside it are stopped, never
         initialized (they imported the module and built nothing)."""
         waiting, self.waiting = self.waiting, []
-        for _, process, tmp, remove in waiting:
-            process.kill()
-            _remove(tmp, remove)
+
+        def stop(host: tuple[int, AdapterProcess, Path | None, bool]) -> None:
+            try:
+                host[1].kill()
+            finally:
+                _remove(host[2], host[3])
+
+        _each(waiting, stop)
 
     def each(self, task: Callable[[Worker], T]) -> list[T]:
         """``task`` of every worker, in worker order; each in a thread of its own when there are
@@ -345,7 +350,8 @@ class Workers:
         goes on writing its results, a selftest starts its next run) and by the end of the
         command at the latest (:func:`membench_gate.adapter.rpc.reap`)."""
         for worker in self.started:
-            worker.process.shutdown(wait=False)
+            worker.process.shutdown(wait=False,
+                                    who=f"worker {worker.number}: " if self.several else "")
         ended, self.started = self.started, []
         for worker in ended:
             if not rpc.let_exit(worker.process, worker.number,
@@ -353,14 +359,19 @@ class Workers:
                 self._stop(worker)  # sealed: its end sweeps the sandbox, here
 
     def kill(self) -> None:
-        self.one_only()
-        for worker in self.started:
-            self._stop(worker)
+        """Stop every process and remove every temp folder, each whatever befell the one
+        before it (an interrupt, a failing close): the first error is raised after the rest."""
+        try:
+            self.one_only()
+        finally:
+            _each(self.started, self._stop)
 
     def _stop(self, worker: Worker) -> None:
-        worker.process.kill()
-        _remove(worker.tmp, worker.remove_tmp)
-        worker.tmp = None
+        try:
+            worker.process.kill()
+        finally:
+            _remove(worker.tmp, worker.remove_tmp)
+            worker.tmp = None
 
 
 class Kept:
@@ -453,6 +464,16 @@ class Kept:
     def _refuse_if_closed(self) -> None:
         if self._closed:
             raise GateError("the selftest stopped: no further run starts")
+
+
+def _each(items: Sequence[T], act: Callable[[T], None]) -> None:
+    """``act`` on every item in order, each after the one before it whatever it raised; the
+    first error is raised once all are done."""
+    if items:
+        try:
+            act(items[0])
+        finally:
+            _each(items[1:], act)
 
 
 def _running(worker: Worker) -> bool:

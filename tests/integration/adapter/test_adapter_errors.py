@@ -147,6 +147,13 @@ def test_an_exception_in_close_is_a_warning_and_the_results_stand(tmp_path: Path
     assert json.loads((folder / "r.json").read_text())["cells"]  # results, not the error verdict
     assert "membench-gate: warning: adapter close() raised RuntimeError: flush failed (during " \
            "shutdown); the run's results stand" in done.stderr.splitlines()
+    # With several workers, each warning says whose close() it was.
+    done = run_cli("run", "--jobs", "2", "--out", "r.json", cwd=folder)
+    assert done.returncode == 0, done.stderr
+    warnings = sorted(line for line in done.stderr.splitlines() if "warning:" in line)
+    assert warnings == [f"membench-gate: warning: worker {n}: adapter close() raised "
+                        "RuntimeError: flush failed (during shutdown); the run's results stand"
+                        for n in (1, 2)], done.stderr
 
 
 def _requests(*methods: str) -> list[bytes]:

@@ -23,7 +23,7 @@ from membench_gate import Query, Record
 from membench_gate.adapter.rpc import RULES, adapter_environment
 from membench_gate.adapter.types import query_to_wire
 from membench_gate.errors import GateError
-from tests.support.cli import assert_error_verdict, run_cli, without_progress
+from tests.support.cli import assert_error_verdict, cli_env, run_cli, without_progress
 from tests.support.paths import REPO
 
 # A tiny memory speaking the protocol by hand, like a third-party adapter would. argv[1] names a
@@ -85,6 +85,11 @@ for line in sys.stdin:
             continue
         if mode == "long-stderr":
             print("x" * 100_000, file=sys.stderr)
+            sys.exit(3)
+        if mode == "huge-stderr":  # 200 MB on one line that never ends, then a crash
+            for _ in range(200):
+                sys.stderr.write("\u00e9" * 500_000)
+            sys.stderr.flush()
             sys.exit(3)
         if mode == "error":
             send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32000,
@@ -230,6 +235,31 @@ def test_a_misbehaving_search_is_an_error_naming_call_and_item(tmp_path: Path, m
         assert f"  | scripted adapter: misbehaving on purpose ({mode})" in done.stderr
     if mode == "long-stderr":  # a line of megabytes is cut, with its length
         assert f"  | {'x' * 2000} … (100000 characters)" in done.stderr.splitlines()
+
+
+MAX_RSS = """
+import resource, subprocess, sys
+done = subprocess.run(sys.argv[1:], capture_output=True, text=True)
+sys.stdout.write(done.stderr)
+print(done.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+"""
+
+
+@pytest.mark.slow
+def test_a_stderr_line_that_never_ends_is_counted_not_held(tmp_path: Path) -> None:
+    """200 MB of stderr with no newline: the gate keeps the line's head and its length, and
+    its memory stays bounded (it held the whole line before: about three times its size)."""
+    out = tmp_path / "r.json"
+    done = run_cli("run", "--out", str(out), cwd=scripted(tmp_path, "huge-stderr"))
+    assert_error(done, "adapter search() failed", "ended without answering (exit code 3)")
+    assert f"  | {'é' * 2000} … (100000000 characters)" in done.stderr.splitlines()
+    assert_error_verdict(out)
+    measured = subprocess.run([sys.executable, "-c", MAX_RSS, sys.executable, "-m",
+                               "membench_gate", "run"], cwd=tmp_path, env=cli_env(),
+                              capture_output=True, text=True, check=True, timeout=300)
+    code, peak_kib = measured.stdout.splitlines()[-1].split()
+    assert code == "4"
+    assert int(peak_kib) < 150 * 1024, peak_kib  # the line alone is 200 MB
 
 
 @pytest.mark.slow
@@ -899,6 +929,35 @@ def test_no_poll_while_more_tasks_are_runnable_than_cpus(tmp_path: Path) -> None
     finally:
         poller.close()
         os.close(read), os.close(write)
+
+
+def test_a_poller_closed_while_another_thread_reads_the_load_closes_it_once(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The thread that kills an adapter closes its poller while the thread that drives it may
+    be reading the machine's load: here that read happens inside the close (the worst
+    instant). It finds the poller closed, and nothing is closed twice — a second close would
+    fail, or close a file that reused the number."""
+    from membench_gate.adapter import polling
+
+    poller, read, write = _poller_reading(tmp_path, "0.50 0.40 0.30 1/100 4242\n")
+    closes: list[int] = []
+    close = os.close
+
+    def close_then_read(fd: int) -> None:
+        closes.append(fd)
+        close(fd)
+        if len(closes) == 1:
+            assert not poller.cpu_free()  # (the driving thread, in between)
+
+    monkeypatch.setattr(polling.os, "close", close_then_read)
+    try:
+        poller.close()
+        poller.close()
+    finally:
+        monkeypatch.undo()
+        os.close(read), os.close(write)
+    assert len(closes) == 1
+    assert not poller.poll()
 
 
 def test_no_poll_with_a_single_cpu() -> None:

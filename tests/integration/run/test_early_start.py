@@ -10,6 +10,8 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -265,3 +267,42 @@ run(load_config(__import__("pathlib").Path({str(config)!r})))
                           check=True, cwd=tmp_path)
     seen = done.stdout.splitlines()[0]
     assert "membench_gate.suites.abstention.fixtures" in seen, seen
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads the process table in /proc")
+def test_an_interrupt_just_after_the_early_start_stops_every_worker_and_removes_its_folder(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C in the instant after the workers started and before the fixtures are parsed (the
+    receipt's commit is asked for then): every process is stopped and every worker's temp
+    folder removed, as an interrupt at any later point does."""
+    from membench_gate.run import runner
+
+    token = f"early-interrupt-{os.getpid()}"
+    started = tmp_path / "started"
+    script = ("import os, pathlib, sys, time; "
+              "pathlib.Path(sys.argv[1], os.environ['MEMBENCH_WORKER']).write_text('yes'); "
+              "time.sleep(60)")
+    started.mkdir()
+    adapter = json.dumps([sys.executable, "-c", script, str(started), token])
+    _fixtures(tmp_path)
+    config = load_config(write_config(
+        tmp_path, f"[adapter]\ncommand = {adapter}\ntimeout = 5\nworkers = 2\n" + SUITES))
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(temp))
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+
+    def interrupted(config: Config) -> Any:
+        for _ in range(200):  # until the first worker's process runs: the control
+            if (started / "1").exists():
+                break
+            time.sleep(0.05)
+        assert (started / "1").read_text() == "yes"
+        assert len(list(temp.iterdir())) >= 1  # its temp folder exists
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(runner, "_receipt_sha", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        run(config)
+    assert _alive_with(token) == []
+    assert list(temp.iterdir()) == []

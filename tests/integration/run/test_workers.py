@@ -472,3 +472,31 @@ def test_the_determinism_checks_passes_and_selftests_slots_name_their_worker(
     assert len(progress) >= 2 and all(line.startswith("selftest: mutant") and
                                       line.count("selftest:") == 1 for line in progress), progress
     assert {line.rsplit("(", 1)[-1] for line in progress} == {"worker 1)", "worker 2)"}, progress
+
+
+def test_a_worker_that_fails_to_stop_does_not_keep_the_others_running(tmp_path: Path) -> None:
+    """Stopping the workers goes on past one whose stop fails: every other process is stopped
+    and every temp folder removed, then the failure is raised."""
+    from membench_gate.run.workers import Workers
+
+    write_config(tmp_path, SMALL, "membench_gate.reference:ReferenceMemory")
+    config = load_config(tmp_path / "membench.toml")
+    workers = Workers(config, [1, 2, 3], True)
+    workers.start_others()
+    first, *others = workers.started
+    folders = [w.tmp for w in workers.started]
+    assert all(folder is not None and folder.is_dir() for folder in folders)
+    stop = first.process.kill
+
+    def failing() -> None:
+        raise OSError("the first worker's stop failed")
+
+    first.process.kill = failing  # type: ignore[method-assign]
+    try:
+        with pytest.raises(OSError, match="first worker's stop failed"):
+            workers.kill()
+        assert [w.process.proc.poll() is not None for w in others] == [True, True]
+        assert first.process.proc.poll() is None  # (its stop did fail)
+        assert not any(folder.exists() for folder in folders)
+    finally:
+        stop()
