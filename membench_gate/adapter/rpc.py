@@ -299,6 +299,7 @@ class AdapterProcess:
         self._stderr: deque[str] = deque(maxlen=STDERR_LINES)
         self._lines: queue.Queue[bytes | None] = queue.Queue()
         self._dead = False
+        self._killed = False
         self._exit_by: float | None = None  # set by shutdown: kill waits for the exit until then
         # Sealed (in CI), the adapter is the sandbox user's process, in the sealed copy; else the
         # gate's own user's, here. Either way on the memory's interpreter when one was prepared.
@@ -724,8 +725,12 @@ class AdapterProcess:
                 self.proc.kill()
 
     def kill(self) -> None:
-        """Stop the process: at once, or after a ``shutdown`` when the grace period ends."""
-        self._dead = True
+        """Stop the process: at once, or after a ``shutdown`` when the grace period ends. Once:
+        a second call does nothing (the process is reaped by the first, and its id, which is
+        its group's, may be another process's by then)."""
+        if self._killed:
+            return
+        self._killed = self._dead = True
         if self._exit_by is not None:
             self._ended(max(0.0, self._exit_by - time.monotonic()))
             self._exit_by = None

@@ -258,15 +258,17 @@ def run(config: Config, progress: Progress | None = None,
         digests: dict[str, dict[str, str]] = {}
         names: list[str] = []
         for seam, adapter in seams:
-            taken, early = early, None
             try:
                 name = _run_adapter(adapter, loaded, seam, progress, wrap, shard, llm,
                                     (cells, items, digests), (first_worker, alongside),
-                                    on_start, kept, taken)
+                                    on_start, kept, early)
             except GateError as exc:
                 if seam:  # the same error (its kind, exit code and detail), saying whose it is
                     exc.args = (f"seam {seam}: {exc}",)
                 raise
+            # (used and stopped by that run; until it returned, an interrupt — even before its
+            # first line of cleanup — left them to the kill below, which stops each one once)
+            early = None
             names.append(f"{seam}: {name}" if seam else name)
     finally:
         if early is not None:  # (an input that was not valid: it never served a request)
@@ -313,15 +315,16 @@ def _run_adapter(config: Config, loaded: dict[str, SuiteFixtures], seam: str,
     count = pool.useful(scored, config.workers, live)
     first, alongside = numbering
     numbers, several = range(first, first + count), alongside or count > 1
-    processes = early or (kept.take(config, seam, numbers, several) if kept is not None
-                          else None)
-    if processes is None:
-        processes = pool.Workers(config, numbers, several)
-        if kept is not None:
-            kept.lend(processes)  # (refused, and stopped, once the selftest has stopped)
-    if early is not None and not early.fits(count, several):
-        processes = pool.Workers(config, numbers, several)
+    processes: Workers | None = None
     try:
+        processes = early or (kept.take(config, seam, numbers, several) if kept is not None
+                              else None)
+        if processes is None:
+            processes = pool.Workers(config, numbers, several)
+            if kept is not None:
+                kept.lend(processes)  # (refused, and stopped, once the selftest has stopped)
+        if early is not None and not early.fits(count, several):
+            processes = pool.Workers(config, numbers, several)
         client = processes.first.client
         for name in loaded:  # what a suite needs of the adapter, before any suite runs
             check_adapter = get(name).check_adapter
@@ -364,9 +367,10 @@ def _run_adapter(config: Config, loaded: dict[str, SuiteFixtures], seam: str,
             processes.shutdown()
     finally:
         # After a failure, every process is killed; after shutdown or give, none is left here.
-        if kept is not None:
-            kept.forget(processes)
-        processes.kill()
+        if processes is not None:
+            if kept is not None:
+                kept.forget(processes)
+            processes.kill()
     return client.name
 
 

@@ -270,12 +270,14 @@ run(load_config(__import__("pathlib").Path({str(config)!r})))
 
 
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads the process table in /proc")
+@pytest.mark.parametrize("where", ["receipt", "plan"])
 def test_an_interrupt_just_after_the_early_start_stops_every_worker_and_removes_its_folder(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Ctrl-C in the instant after the workers started and before the fixtures are parsed (the
-    receipt's commit is asked for then): every process is stopped and every worker's temp
-    folder removed, as an interrupt at any later point does."""
-    from membench_gate.run import runner
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str) -> None:
+    """Ctrl-C in the instant after the workers started: before the fixtures are parsed (the
+    receipt's commit is asked for then), or once they are, while the run works out how many
+    workers get anything (before it has taken the early workers as its own). Every process is
+    stopped and every worker's temp folder removed, as an interrupt at any later point does."""
+    from membench_gate.run import runner, workers
 
     token = f"early-interrupt-{os.getpid()}"
     started = tmp_path / "started"
@@ -301,7 +303,10 @@ def test_an_interrupt_just_after_the_early_start_stops_every_worker_and_removes_
         assert len(list(temp.iterdir())) >= 1  # its temp folder exists
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(runner, "_receipt_sha", interrupted)
+    if where == "receipt":
+        monkeypatch.setattr(runner, "_receipt_sha", interrupted)
+    else:
+        monkeypatch.setattr(workers, "useful", lambda *args: interrupted(config))
     with pytest.raises(KeyboardInterrupt):
         run(config)
     assert _alive_with(token) == []
