@@ -86,7 +86,7 @@ class InProcess:
     def session(self, suite: str) -> DirectSession:
         return DirectSession(self.memory)
 
-    def shutdown(self, wait: bool = True) -> None:
+    def shutdown(self, wait: bool = True, who: str = "") -> None:
         pass
 
     def kill(self) -> None:
