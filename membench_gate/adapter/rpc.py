@@ -725,12 +725,13 @@ class AdapterProcess:
                 self.proc.kill()
 
     def kill(self) -> None:
-        """Stop the process: at once, or after a ``shutdown`` when the grace period ends. Once:
-        a second call does nothing (the process is reaped by the first, and its id, which is
-        its group's, may be another process's by then)."""
+        """Stop the process: at once, or after a ``shutdown`` when the grace period ends. A
+        call after one that completed does nothing (that one reaped the process, and its id,
+        which is its group's, may be another process's by then); one that an interrupt cut
+        short is done again whole."""
         if self._killed:
             return
-        self._killed = self._dead = True
+        self._dead = True
         if self._exit_by is not None:
             self._ended(max(0.0, self._exit_by - time.monotonic()))
             self._exit_by = None
@@ -759,6 +760,7 @@ class AdapterProcess:
                     pass
             if _SELECTABLE_PIPES:
                 self._poller.close()
+            self._killed = self.proc.returncode is not None
 
 
 _EXITING: list[tuple[object, threading.Thread]] = []  # (key, thread) of processes let exit
