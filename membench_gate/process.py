@@ -12,6 +12,11 @@ script), nothing changes.
 from __future__ import annotations
 
 import gc
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
 
 _owned = False
 
@@ -28,3 +33,33 @@ def keep() -> None:
     longer walks them)."""
     if _owned:
         gc.freeze()
+
+
+@contextmanager
+def signals_deferred() -> Iterator[None]:
+    """While this lasts, SIGINT, SIGTERM and SIGHUP are noted instead of raised, and the first
+    noted is raised when it ends (by the handler it would have met). For code inside the
+    threading module's own locks: handing work to a thread pool takes a semaphore's lock, and a
+    signal's exception raised between taking it and the ``with`` that gives it back left it held
+    — the pool's threads then wait for it forever, and so does the command. Only in the main
+    thread (where Python runs its handlers); a signal whose handler is not Python's own (the
+    default, or ignored) is left as it is."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    noted: list[tuple[int, Any]] = []
+    saved: dict[int, Any] = {}
+    for name in ("SIGINT", "SIGTERM", "SIGHUP"):
+        number = getattr(signal, name, None)
+        handler = signal.getsignal(number) if number is not None else None
+        if callable(handler):
+            saved[number] = handler
+            signal.signal(number, lambda signum, frame: noted.append((signum, frame)))
+    try:
+        yield
+    finally:
+        for number, handler in saved.items():
+            signal.signal(number, handler)
+        if noted:
+            signum, frame = noted[0]
+            saved[signum](signum, frame)

@@ -42,6 +42,7 @@ from membench_gate.gate.rules import decide
 from membench_gate.model import metrics
 from membench_gate.model.results import Baseline
 from membench_gate.model.selftest import MutantResult, SelftestReport
+from membench_gate.process import signals_deferred
 from membench_gate.run.runner import load_fixtures, run
 from membench_gate.run.workers import Kept, sharing
 from membench_gate.selftest.mutants import MUTANTS, Mutant
@@ -168,8 +169,9 @@ def _runs(config: Config, mutants: Sequence[type[Mutant]], log: bool, kept: Kept
         executor.shutdown(wait=True, cancel_futures=True)
 
     try:
-        futures = [executor.submit(in_slot, position, mutant)
-                   for position, mutant in enumerate(mutants, 1)]
+        with signals_deferred():  # (raised after the hand-out: never inside the pool's locks)
+            futures = [executor.submit(in_slot, position, mutant)
+                       for position, mutant in enumerate(mutants, 1)]
     except BaseException:  # a signal while the runs were handed out
         if kept is not None:
             kept.close(ok=False)

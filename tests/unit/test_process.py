@@ -46,3 +46,37 @@ def test_a_host_served_in_this_process_leaves_nothing_frozen() -> None:
     before = gc.get_freeze_count()
     assert host.serve("membench_gate.reference:ReferenceMemory", lines, io.BytesIO()) == 0
     assert gc.get_freeze_count() == before
+
+
+DEFERRED = """
+import os, signal, sys
+from membench_gate.cli import runtime
+from membench_gate.process import signals_deferred
+runtime.stop_on_signals()
+steps = []
+try:
+    with signals_deferred():
+        os.kill(os.getpid(), signal.SIGTERM)
+        for _ in range(1000):  # (the interpreter runs its handlers between these)
+            pass
+        steps.append("inside, to the end")
+    steps.append("after the block")
+except BaseException as exc:
+    steps.append(type(exc).__name__)
+print(steps, signal.getsignal(signal.SIGTERM) is signal.SIG_IGN)
+"""
+
+
+def test_a_signal_while_deferred_is_raised_when_the_block_ends() -> None:
+    """SIGTERM inside the block: the block runs to its end, then the command's own handler
+    raises (and, as it does, ignores further signals); outside it, at once."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", DEFERRED], capture_output=True, text=True,
+                          check=True, timeout=60)
+    assert done.stdout.split("\n")[0] == "['inside, to the end', 'Terminated'] True", done
+    control = DEFERRED.replace("with signals_deferred():", "if True:")
+    done = subprocess.run([sys.executable, "-c", control], capture_output=True, text=True,
+                          check=True, timeout=60)
+    assert done.stdout.split("\n")[0] == "['Terminated'] True", done
