@@ -7,6 +7,9 @@ collector walks such objects again and again as the heap grows and finds nothing
 ones. The console says it owns the process (:func:`own`); what the command then loads is moved
 out of the collector's sight (:func:`keep`). Called as a library (tests, benchmarks, a user's
 script), nothing changes.
+
+Signals are the process's too: :func:`signals_deferred` holds SIGINT, SIGTERM and SIGHUP back over
+a few lines that must not be cut in the middle (a command's or a library caller's alike).
 """
 
 from __future__ import annotations
