@@ -103,8 +103,11 @@ class JustificationCheck:
 
 
 def breach_subject(key: str) -> tuple[str, str | None]:
-    """The cell of a breach key and its metric or item (``veto/files_known:mrr`` → both)."""
-    for sep in (":", "#"):
+    """The cell of a breach key and its metric or item (``veto/files_known:mrr`` → both). A
+    cell's name holds neither ``#`` nor ``:`` (seams and conditions are plain names), but an
+    item's id may hold both (LoCoMo's ``conv-26:q12``): the first ``#`` ends the cell of an
+    item's key, and only a key without one is split at its first ``:``."""
+    for sep in ("#", ":"):
         if sep in key:
             cell, _, what = key.partition(sep)
             return cell, what
