@@ -60,7 +60,8 @@ COMMANDS: dict[str, Command] = {
         o.VERIFY_DETERMINISM, o.CHECK_OUT, o.BASE_OUT, o.HISTORY_OUT, o.INCLUDE_HOLDOUT)),
     "bless": Command("bless:cmd_bless", "write the baseline (atomically), justified where the "
                                         "gate requires it", (
-        *o.ADAPTER_RUN, o.JOBS, o.JUSTIFICATION, o.BASE_REF, o.BLESS_RESULTS)),
+        *o.ADAPTER_RUN, o.JOBS, o.JUSTIFICATION, o.BASE_REF, o.BLESS_RESULTS,
+        o.INCLUDE_HOLDOUT)),
     "comment": Command("comment:cmd_comment", "post or update the sticky PR comment", (
         o.COMMENT_REPORT, o.VERDICT, o.COMMENT_RESULTS, o.BASE, o.FROM_ARTIFACT, o.KEY, o.MODE,
         o.DEBUG)),

@@ -71,13 +71,14 @@ def _listed(keys: list[str]) -> str:
 
 def bless(config_path: Path, context: Context, *, justification: str | None = None,
           base_ref: str | None = None, results_path: Path | None = None,
-          jobs: int | None = None) -> int:
+          jobs: int | None = None, include_holdout: bool = False) -> int:
     """The ``bless`` command: 0 when the baseline was written, 1 when refused.
 
     ``justification`` explains the breaches against the base baseline; ``results_path`` blesses
-    an earlier run instead of running the suites; ``jobs`` is ``--jobs``.
+    an earlier run instead of running the suites; ``jobs`` is ``--jobs``; ``include_holdout``
+    is ``--include-holdout``, the measurement of ``check --include-holdout``.
     """
-    config = load_config(config_path).with_workers(jobs)
+    config = load_config(config_path).with_workers(jobs).with_holdout(include_holdout)
     # Everything the baseline is judged on is read before any adapter starts.
     base = _base(config, base_ref, context, config_path)
     committed = _readable_committed(config)
@@ -152,4 +153,5 @@ def cmd_bless(args: argparse.Namespace) -> int:
 
     seal.establish(required=args.seal)  # before any adapter starts (docs/gate.md, "Sealed")
     return bless(args.config, Context.from_env(), justification=args.justification,
-                 base_ref=args.base_ref, results_path=args.results, jobs=args.jobs)
+                 base_ref=args.base_ref, results_path=args.results, jobs=args.jobs,
+                 include_holdout=args.include_holdout)

@@ -258,6 +258,16 @@ def measurement_words(breach: Breach) -> str:
     return breach.key
 
 
+ID_SHOWN = 100  # characters of an item id a report shows; a longer one is cut, with "…"
+
+
+def shown_id(item: str) -> str:
+    """An item id as reports show it: whole up to :data:`ID_SHOWN` characters, else cut (its
+    results, ``show`` and the report's data files keep it whole). Fixture ids have no length
+    limit, and a pull request's ids must not push the rest of its scoreboard out."""
+    return item if len(item) <= ID_SHOWN else item[:ID_SHOWN - 1] + "…"
+
+
 def ranked_breaches(verdict: Verdict, results: Results | None,
                     base: Baseline | None) -> list[Ranked]:
     """Every breach once, most severe first; item breaches folded to one row per cell and kind
@@ -283,7 +293,7 @@ def ranked_breaches(verdict: Verdict, results: Results | None,
             heapq.nsmallest(3, ids) for ids in runs))
         rows.append(Ranked(ITEMS, f"{count} item{'s' if count != 1 else ''} {words} on "
                            f"{cell}", f"{cell}#…", kind, None, None, f"+{count}",
-                           ", ".join(smallest) + (" …" if count > 3 else ""),
+                           ", ".join(map(shown_id, smallest)) + (" …" if count > 3 else ""),
                            count=count, size=count))
     return sorted(rows, key=lambda r: (r.group, -r.size, r.key))
 
@@ -567,7 +577,15 @@ def bless_command(verdict: Verdict, results: Results | None, base: Baseline | No
     saved = f" --results {_quote(results_path)}" if results_path else ""
     base_ref = f" --base-ref {verdict.base.sha}" if verdict.base.how == "explicit" \
         and verdict.base.sha else ""
-    return f"membench-gate bless{config_flag(verdict)}{base_ref}{saved}{text}"
+    return f"membench-gate bless{config_flag(verdict)}{holdout_flag(results)}{base_ref}{saved}" \
+        f"{text}"
+
+
+def holdout_flag(results: Results | None) -> str:
+    """`` --include-holdout`` when the run scored the holdout items: a command that runs or
+    blesses the same measurement must say so too (the config may not)."""
+    return " --include-holdout" if results is not None and \
+        results.config.get("include_holdout") is True else ""
 
 
 class NextStep(NamedTuple):
@@ -579,14 +597,20 @@ class NextStep(NamedTuple):
 
 
 # A key a command may name: printed commands are pasted into shells, so odd ids (quotes,
-# backticks, line breaks) are left to the lists, where they are shown escaped.
-_PLAIN_KEY = re.compile(r"^[A-Za-z0-9._/-]+#[A-Za-z0-9._:-]+$")
+# backticks, line breaks) and ids too long to read are left to the lists, where they are shown
+# escaped and cut.
+_PLAIN_KEY = re.compile(r"^[A-Za-z0-9._/-]+#[A-Za-z0-9._:-]{1,%d}$" % ID_SHOWN)
+
+
+def plain_key(cell: str, item: str) -> bool:
+    """Whether a printed command may name ``cell#item`` as it is."""
+    return bool(_PLAIN_KEY.match(f"{cell}#{item}"))
 
 
 def _worst_item(verdict: Verdict) -> tuple[str, str] | None:
     """The first newly failing item with a plain id, smallest id of the first cell first."""
     for cell, ids in sorted(verdict.newly_failed.items()):
-        plain = [i for i in ids if _PLAIN_KEY.match(f"{cell}#{i}")]
+        plain = [i for i in ids if plain_key(cell, i)]
         if plain:
             return cell, min(plain)
     return None

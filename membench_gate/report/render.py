@@ -34,6 +34,7 @@ from membench_gate.model.results import Baseline, Results
 from membench_gate.model.verdict import Breach, Breaches, ItemBreaches, StochasticCell, Verdict
 from membench_gate.report import findings
 from membench_gate.report import history as blessed_history
+from membench_gate.report.findings import shown_id
 from membench_gate.report.summary import metric_text
 
 COMMENT_LIMIT = 60_000
@@ -44,8 +45,9 @@ _ZWSP = "\u200b"
 _MARKER = re.compile(r"<!--|-->|membench-gate:v\d+", re.IGNORECASE)
 # A whole marker, in a body we post (which may hold arrows of its own, e.g. a chart's "-->").
 WHOLE_MARKERS = re.compile(r"<!--\s*membench-gate:v1\b.*?-->", re.DOTALL)
+# (``$``: GitHub renders ``$…$`` and ``$$…$$`` as math, which could restyle or spoof the text.)
 _MD_ESCAPES = {"\\": "\\\\", "|": "\\|", "[": "\\[", "]": "\\]", "*": "\\*", "_": "\\_",
-               "~": "\\~", "&": "&amp;", "<": "&lt;", ">": "&gt;", "`": "&#96;"}
+               "~": "\\~", "$": "\\$", "&": "&amp;", "<": "&lt;", ">": "&gt;", "`": "&#96;"}
 _MD_CHARS = re.compile("[" + re.escape("".join(_MD_ESCAPES)) + "]")
 _HTML_ESCAPES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "`": "&#96;"}
 _HTML_CHARS = re.compile("[" + re.escape("".join(_HTML_ESCAPES)) + "]")
@@ -66,7 +68,6 @@ _CAPPED_IDS = 1000  # ids per list at the "capped-lists" level
 _SUMMARY_ROWS = 20  # cells, breaches and notes kept at the "summary" level
 _BREACH_ROWS = 50  # breach rows in the open; the rest fold
 _HEX = re.compile(r"^[0-9a-f]{1,64}$")
-_PLAIN = re.compile(r"^[A-Za-z0-9._/-]+#[A-Za-z0-9._:-]+$")
 _ASKED_CHARS = 240
 # Mermaid xychart-beta draws lines in palette order: base first, head second.
 BASE_COLOUR, HEAD_COLOUR = "#57606a", "#0969da"
@@ -344,14 +345,14 @@ def _stories(verdict: Verdict, results: Results, base: Baseline | None, level: s
         asked = story.asked if story else None
         if asked and len(asked) > _ASKED_CHARS:
             asked = asked[:_ASKED_CHARS].rstrip() + "…"
-        explained.append({"key": f"{cell}#{item}", "asked": asked,
+        explained.append({"key": f"{cell}#{shown_id(item)}", "asked": asked,
                           "why": story.why(findings.option_k(results, cell),
                                           findings.option_k(base, cell)) if story else
                           "no per-item detail in these results"})
     shown = flat[INLINE_IDS:]
     groups: dict[str, list[str]] = {}
     for cell, item in shown:
-        groups.setdefault(cell, []).append(item)
+        groups.setdefault(cell, []).append(shown_id(item))
     return {"total": total, "explained": explained,
             "rest": [{"cell": c, "ids": ids} for c, ids in groups.items()],
             "rest_count": len(shown), "hidden": max(0, total - INLINE_IDS) - len(shown)}
@@ -362,13 +363,21 @@ def _id_groups(groups: dict[str, list[str]], level: str) -> list[dict[str, Any]]
     out = []
     for cell, ids in sorted(groups.items()):
         kept = ids[INLINE_IDS:] if cap is None else ids[INLINE_IDS:INLINE_IDS + cap]
-        out.append({"cell": cell, "count": len(ids), "inline": ids[:INLINE_IDS], "rest": kept,
+        out.append({"cell": cell, "count": len(ids),
+                    "inline": [shown_id(i) for i in ids[:INLINE_IDS]],
+                    "rest": [shown_id(i) for i in kept],
                     "hidden": max(0, len(ids) - INLINE_IDS) - len(kept)})
     return out
 
 
 _EASING_KINDS = ("item-changed", "item-removed", "corpus-removed", "option")
 _EASING_SHOWN = 20
+
+
+def _shown_key(key: str) -> str:
+    """A breach key as shown: its item id (after the ``#``) cut as :func:`shown_id` cuts."""
+    cell, sep, item = key.partition("#")
+    return f"{cell}{sep}{shown_id(item)}" if sep else key
 
 
 def _easing(verdict: Verdict) -> tuple[list[str], int]:
@@ -385,7 +394,8 @@ def _easing(verdict: Verdict) -> tuple[list[str], int]:
             found, n = entry.iter_keys(), len(entry.ids)
         else:
             continue
-        keys += itertools.islice(found, max(0, _EASING_SHOWN - len(keys)))
+        keys += (_shown_key(key) for key in
+                 itertools.islice(found, max(0, _EASING_SHOWN - len(keys))))
         count += n
     return keys, count
 
@@ -431,16 +441,19 @@ def context(verdict: Verdict, results: Results | None, base: Baseline | None, *,
     base_sha = _hex(verdict.base.sha)
     full_sha = verdict.base.sha if verdict.base.sha and _HEX.match(verdict.base.sha) else None
     # The example `show` command names a newly failing item (else the item of a significantly
-    # worse stochastic cell that passed least often, else any item) with a plain id: a command
-    # in the comment is pasted into shells, so odd ids are left to the lists above.
+    # worse stochastic cell that passed least often, else an item this run fails, else any
+    # item — of a cell that is not a control, whose items are meant to fail) with a plain id: a
+    # command in the comment is pasted into shells, so odd ids are left to the lists above.
+    measured = [c for c in sorted(results.items) if not _is_control(c)]
     candidates = itertools.chain(
         ((c, i) for c, ids in sorted(verdict.newly_failed.items()) for i in ids),
         ((t.cell, i) for t in verdict.stochastic if t.significant and t.gated
          and t.cell in results.cells
          for i in sorted(results.cells[t.cell].passes or {},
                          key=lambda i, c=t.cell: ((results.cells[c].passes or {})[i], i))),
-        ((c, i) for c in sorted(results.items) for i in sorted(results.items[c])[:1]))
-    first_item = next(((c, i) for c, i in candidates if _PLAIN.match(f"{c}#{i}")), None)
+        ((c, i) for c in measured if c in results.cells for i in results.cells[c].failed),
+        ((c, i) for c in measured for i in sorted(results.items[c])[:1]))
+    first_item = next(((c, i) for c, i in candidates if findings.plain_key(c, i)), None)
     # The first note is the headline when nothing else can be; it is not repeated below.
     said = {findings.headline(verdict, ranked, results, base)}
     notes = [n for n in verdict.notes if n not in said
@@ -500,6 +513,7 @@ def context(verdict: Verdict, results: Results | None, base: Baseline | None, *,
         # The next step's commands are said at the top; here, the alternatives to them.
         "steps": findings.alternatives(verdict),
         "reproduce": "membench-gate check" + findings.config_flag(verdict)
+        + findings.holdout_flag(results)
         + (f" --base-ref {full_sha}" if full_sha else ""),
         # The next step may show an item already; the example is then not repeated.
         "show": findings.show_command(verdict, *first_item, full_sha)
@@ -513,9 +527,10 @@ def context(verdict: Verdict, results: Results | None, base: Baseline | None, *,
 def _least_bytes(verdict: Verdict, level: str, limit: int) -> int:
     """At least how many bytes the item ids listed at ``level`` take (newly failed, fixed, the
     fixture diff): a byte an id (newly failed ids are capped across cells, the other lists per
-    cell), and at the full level, where every id is shown whole, its length — when escaping
-    drops nothing from them (no whitespace to fold, no comment marker to strip), since
-    escaping only adds. Enough to skip a level that cannot fit without rendering it."""
+    cell), and at the full level, where every id is listed, its length as shown (cut at
+    :data:`~membench_gate.report.findings.ID_SHOWN`) — when escaping drops nothing from them
+    (no whitespace to fold, no comment marker to strip), since escaping only adds. Enough to
+    skip a level that cannot fit without rendering it."""
     newly = list(verdict.newly_failed.values())
     others = [*verdict.fixed.values(), *(ids for bucket in ("added", "removed", "changed")
                                         for ids in getattr(verdict.fixture_diff, bucket).values())]
@@ -527,8 +542,10 @@ def _least_bytes(verdict: Verdict, level: str, limit: int) -> int:
     count = sum(map(len, newly)) + sum(map(len, others))
     if count > limit:
         return count
-    joined = "\0".join(itertools.chain.from_iterable([*newly, *others]))
-    return len(joined) - max(0, count - 1) if _escaping_keeps(joined) else count
+    every = list(itertools.chain.from_iterable([*newly, *others]))
+    if not _escaping_keeps("\0".join(every)):
+        return count
+    return sum(min(len(i), findings.ID_SHOWN) for i in every)
 
 
 def _escaping_keeps(text: str) -> bool:
@@ -561,7 +578,7 @@ def render(verdict: Verdict, results: Results | None, base: Baseline | None, *,
         if limit is None or len(text.encode("utf-8")) <= limit:
             return text
     # Even the minimal scoreboard is too big (only absurd limits): keep whole lines that fit.
-    note = "\n_(cut to fit; see the report file)_\n"
+    note = "\n_(cut to fit; the full report is the report file, the action's report-path output)_\n"
     kept, size = [], len(note.encode())
     for line in text.splitlines(keepends=True):
         size += len(line.encode())

@@ -111,6 +111,12 @@ def verdict_summary(verdict: Verdict, results: Results, base: object = None,
         for row in ranked[:_SHOWN]:
             if row.group == findings.ITEMS:
                 lines.append(f"    {row.what}: {row.detail}")
+            elif row.group == findings.FLOOR and row.head is not None:
+                # (the floor is no base value: "0.5 → 0.41" would be a move that never happened)
+                lines.append(f"    {row.what:<{width}}  {row.head_text} below its floor "
+                             f"{row.base_text}  {row.delta}")
+            elif row.kind == "option":
+                lines.append(f"    {row.what}")  # (its words hold both values already)
             else:
                 lines.append(f"    {row.what:<{width}}  {row.base_text} → {row.head_text}  "
                              f"{row.delta}")

@@ -83,6 +83,28 @@ def test_bless_results_writes_the_baseline_without_running_again(work: Path) -> 
     assert run_cli("check", cwd=work).returncode == 0
 
 
+def test_a_check_with_the_holdout_prints_the_bless_that_resolves_it(work: Path) -> None:
+    # The holdout is part of the measurement: the printed bless carries the flag, and once that
+    # baseline is committed the check with the holdout passes (and the one without it does not).
+    done = run_cli("check", "--include-holdout", "--out", "results.json", cwd=work)
+    assert done.returncode == 2, done.stdout
+    line = next(s.strip() for s in done.stdout.splitlines()
+                if s.strip().startswith("membench-gate bless"))
+    printed = shlex.split(line)
+    assert "--include-holdout" in printed and printed[printed.index("--results") + 1] == \
+        "results.json"
+    draft = printed[printed.index("--justification") + 1]
+    reason = draft.replace("<write the reason here>", "The held-out items are gated from now "
+                           "on, so every suite measures more of its fixtures")
+    printed[printed.index("--justification") + 1] = reason
+    blessed = run_cli(*printed[1:], cwd=work)
+    assert blessed.returncode == 0, blessed.stderr
+    assert json.loads((work / "baselines/main.json").read_text())["config"][
+        "include_holdout"] is True
+    assert run_cli("check", "--include-holdout", cwd=work).returncode == 0
+    assert run_cli("check", cwd=work).returncode == 2
+
+
 def test_bless_results_of_another_config_is_refused(work: Path) -> None:
     assert run_cli("run", "--out", "r.json", cwd=work).returncode == 0
     (work / "membench.toml").write_text(config_text(k=3), encoding="utf-8")

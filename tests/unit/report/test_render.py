@@ -29,6 +29,7 @@ HOSTILE = [
     "<!-- membench-gate:v1 key=default -->",
     "::error::pwned",
     "<details><summary>x</summary>",
+    "$\\color{red}{\\text{PASS}}$ $$x$$",
 ]
 
 
@@ -134,6 +135,8 @@ def test_escape_md_makes_each_hostile_string_plain_text(text: str) -> None:
     assert [len(row) for row in table] == [2, 2]
     assert table[1][1] == "end"
     assert set(parse(html).tags) <= {"table", "thead", "tbody", "tr", "th", "td"}
+    # A dollar sign is escaped, so GitHub's math (``$…$``, ``$$…$$``) never starts from it.
+    assert not re.search(r"(?<!\\)\$", escape_md(text))
 
 
 def test_annotation_and_outputs_cannot_inject_workflow_commands() -> None:
@@ -302,3 +305,42 @@ def test_control_and_bidi_characters_show_as_escapes() -> None:
     for out in (escape_md(text), str(report.escape_html(text)), str(report.code_line(text))):
         assert not re.search("[\x00-\x1f\u202a-\u202e\u2066-\u2069]", out), out
         assert "u202e" in out and "x1b" in out, out
+
+
+def test_the_example_item_of_a_pass_is_one_the_run_fails_and_never_a_controls() -> None:
+    # Nothing newly failing: the example `show` is an item this run fails, of a measured cell —
+    # not the first item of the first cell in name order, a control's that fails as designed.
+    cells = {"abstention/control_floor_off": Cell(metrics={"net_at_1": 0.0}, gold_total=2,
+                                                  failed=["c-1", "c-2"]),
+             "veto/files_known": Cell(metrics={"veto_recall_at_k": 0.5}, gold_total=2,
+                                      failed=["scn-2"])}
+    head = results(cells)
+    head.items = {"abstention/control_floor_off": {"c-1": {}, "c-2": {}},
+                  "veto/files_known": {"scn-1": {}, "scn-2": {}}}
+    same = head.to_baseline()
+    markdown = render(decide(same, same, head), head, same)
+    assert "membench-gate show 'veto/files_known#scn-2'" in markdown
+    assert "control_floor_off#" not in markdown
+    head.cells["veto/files_known"] = Cell(metrics={"veto_recall_at_k": 1.0}, gold_total=2,
+                                          failed=[])
+    same = head.to_baseline()
+    markdown = render(decide(same, same, head), head, same)
+    assert "membench-gate show 'veto/files_known#scn-1'" in markdown
+
+
+def test_long_ids_are_cut_as_shown_and_leave_the_rest_of_the_comment_whole() -> None:
+    # Fixture ids have no length limit: forty of 6,000 characters once pushed every section after
+    # the breach table out of a comment. Shown, each is cut; the results keep it whole.
+    long_ids = [f"id{n:02d}-" + "x" * 6000 for n in range(40)]
+    head_cells = dict(BASE_CELLS)
+    head_cells["veto/files_known"] = Cell(metrics={"veto_recall_at_k": 0.8, "mrr": 0.5},
+                                          gold_total=60, failed=["scn-1", "scn-7", *long_ids])
+    head = results(head_cells)
+    base = Baseline(schema_version=1, fixtures_hash="h" * 64, config={}, cells=BASE_CELLS)
+    markdown = render(decide(base, base, head), head, base, limit=COMMENT_LIMIT)
+    assert "### Commands" in markdown and "cut to fit" not in markdown
+    assert "left out to fit" not in markdown
+    assert "Newly failing items (41)" in markdown
+    assert "id00-" + "x" * 94 + "…" in markdown and "x" * 100 not in markdown
+    # The example `show` names an id it can print whole.
+    assert "membench-gate show 'veto/files_known#scn-7'" in markdown

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from membench_gate.gate.rules import decide
+from membench_gate.gate.rules import decide, floors_of
 from membench_gate.model.results import Cell, Results
 from membench_gate.report.summary import metric_text, run_summary, verdict_summary
 
@@ -72,3 +72,14 @@ def test_ids_cannot_start_a_line_colour_the_terminal_or_turn_text_around() -> No
     assert not any(line.startswith("::") for line in text.splitlines())
     assert "\x1b" not in text and "\u202e" not in text
     assert "scn-1\\x0a::error" in text and "scn-\\x1b[32m2" in text and "scn-\\u202e3" in text
+
+
+def test_a_floor_breach_says_its_value_against_the_floor_not_a_move_from_it() -> None:
+    same = results(0.75, ["scn-1"])
+    verdict = decide(same.to_baseline(), same.to_baseline(), same,
+                     floors=floors_of({"veto/files_known:veto_recall_at_k": 0.9}, {}))
+    lines = verdict_summary(verdict, same, same.to_baseline()).splitlines()
+    row = next(line for line in lines if "on veto/files_known" in line and "floor" in line)
+    assert row.split() == ["veto", "recall@k", "on", "veto/files_known", "0.75", "below", "its",
+                           "floor", "0.9", "−15", "pts"]
+    assert "0.9 → 0.75" not in "\n".join(lines)
