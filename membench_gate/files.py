@@ -54,7 +54,10 @@ def write_atomic(path: Path, text: str) -> None:
     one gets 0666 less the umask (0644 usually) — not the temp file's private 0600. A directory
     at ``path`` is a ``GateError`` naming it, before any temp file is made.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except FileExistsError as exc:  # a file where a folder of the path would be
+        raise GateError(f"{path}: {exc.filename} is a file, not a folder") from exc
     try:
         found = path.stat().st_mode
     except OSError:

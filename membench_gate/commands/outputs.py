@@ -78,6 +78,10 @@ def refuse_clashes(outputs: Named, config: Path | None, reads: Named = NONE) -> 
     for flag, path in given:
         if path.is_dir():
             raise GateError(f"{flag} {path}: is a directory (give a file to write)")
+        blocked = _file_above(path)
+        if blocked is not None:
+            raise GateError(f"{flag} {path}: {blocked} is a file, not a folder (give a path "
+                            "whose folders are folders)")
         where = _resolved(path)
         if where in seen:
             raise GateError(f"{seen[where]} and {flag} {path} name the same file: give each "
@@ -92,6 +96,15 @@ def refuse_clashes(outputs: Named, config: Path | None, reads: Named = NONE) -> 
                             "output to another file")
 
 
+def _file_above(path: Path) -> Path | None:
+    """The nearest existing folder of ``path`` that is not a folder (a file where the output's
+    folder would be made), or None."""
+    for above in path.absolute().parents:
+        if above.exists():
+            return None if above.is_dir() else above
+    return None
+
+
 def _writable(config: Path | None, reads: Named) -> Callable[[Path | None], bool]:
     """Whether the error verdict may be written at a path: given, no directory, no input. (A
     failure before the outputs were checked must not write over an input either.)"""
@@ -99,7 +112,7 @@ def _writable(config: Path | None, reads: Named) -> Callable[[Path | None], bool
         inputs = _inputs(config, reads)
     except Exception:  # (only its own paths, then)
         inputs = [_Input(_resolved(p), "") for p in (config, *reads.values()) if p is not None]
-    return lambda path: path is not None and not path.is_dir() \
+    return lambda path: path is not None and not path.is_dir() and _file_above(path) is None \
         and not any(read.holds(_resolved(path)) for read in inputs)
 
 

@@ -53,6 +53,22 @@ def test_an_output_that_is_a_directory_is_named_and_nothing_is_left(repo: Path) 
         folder.rmdir()
 
 
+def test_an_output_under_a_file_is_refused_before_any_work(repo: Path) -> None:
+    # A file where the output's folder would be: refused up front, naming the flag (it once
+    # failed after every suite had run, as an internal error).
+    blocker = repo.parent / "a-file"
+    blocker.write_text("not a folder\n")
+    try:
+        assert refused(repo, "run", "--out", f"{blocker}/r.json") == \
+            f"--out {blocker}/r.json: {blocker} is a file, not a folder (give a path whose " \
+            "folders are folders)"
+        assert refused(repo, "check", "--json", f"{blocker}/deeper/v.json").startswith(
+            f"--json {blocker}/deeper/v.json: {blocker} is a file")
+        assert blocker.read_text() == "not a folder\n"
+    finally:
+        blocker.unlink()
+
+
 def test_two_outputs_naming_one_file_are_refused(repo: Path) -> None:
     again = repo.parent / "v.json"  # the same file, spelt another way
     line = refused(repo, "check", "--json", "../v.json", "--report", str(again))
