@@ -9,7 +9,11 @@ out of the collector's sight (:func:`keep`). Called as a library (tests, benchma
 script), nothing changes.
 
 Signals are the process's too: :func:`signals_deferred` holds SIGINT, SIGTERM and SIGHUP back over
-a few lines that must not be cut in the middle (a command's or a library caller's alike).
+a few lines that must not be cut in the middle (a command's or a library caller's alike), and the
+main thread waits for other threads only in steps (:func:`joined`, :func:`awaited`): Python runs a
+signal's handler in the main thread, and when another thread took the signal, a wait with no
+timeout is not cut short — a terminated ``check --verify-determinism`` waited for its whole second
+pass, a selftest for the run it was waiting on.
 """
 
 from __future__ import annotations
@@ -18,8 +22,13 @@ import gc
 import signal
 import threading
 from collections.abc import Iterator
+from concurrent.futures import Future
+from concurrent.futures import wait as _wait
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+WAIT_S = 0.2  # how often the main thread, waiting for another, lets a signal in
 
 _owned = False
 
@@ -66,3 +75,17 @@ def signals_deferred() -> Iterator[None]:
         if noted:
             signum, frame = noted[0]
             saved[signum](signum, frame)
+
+
+def joined(thread: threading.Thread) -> None:
+    """``thread.join()``, in steps of :data:`WAIT_S`, so a signal's handler runs meanwhile."""
+    while thread.is_alive():
+        thread.join(WAIT_S)
+
+
+def awaited(future: Future[T]) -> T:
+    """``future.result()``, waited for in steps of :data:`WAIT_S`, so a signal's handler runs
+    meanwhile."""
+    while not _wait([future], timeout=WAIT_S).done:
+        pass
+    return future.result()

@@ -27,8 +27,9 @@ def run_twice(config: Config, progress: Progress | None,
     the odd one) and numbered apart, so no two adapter processes share a number or a temp
     folder. The second starts once every adapter of the first allowed several processes
     (``capabilities.workers``), else after the first ends."""
+    from membench_gate.process import joined
     from membench_gate.run.runner import run
-    from membench_gate.run.workers import sharing
+    from membench_gate.run.workers import Kept, sharing
 
     if config.workers < 2:
         return (run(config, progress, preloaded=preloaded),
@@ -52,28 +53,37 @@ def run_twice(config: Config, progress: Progress | None,
             if failed:
                 return  # the first pass's error is the check's
             outcome.append(run(second, None, preloaded=preloaded,
-                               first_worker=first.workers + 1, alongside=True))
+                               first_worker=first.workers + 1, alongside=True, kept=second_pass))
         except BaseException as exc:  # raised in the main thread below
             outcome.append(exc)
 
     done = threading.Event()
     failed: list[bool] = []
+    # The second pass's processes, lent to it: when the check stops (the first pass failed, a
+    # signal) they are interrupted, so it ends at once, and it never starts after that.
+    second_pass = Kept()
     thread = threading.Thread(target=again, name="second pass", daemon=True)
     thread.start()
     with sharing(config.workers):  # both passes' processes share the CPUs
         try:
-            results = run(first, progress, preloaded=preloaded, alongside=True, on_start=told)
+            try:
+                results = run(first, progress, preloaded=preloaded, alongside=True, on_start=told)
+            except BaseException:
+                failed.append(True)
+                raise
+            finally:
+                done.set()
+                go.set()
+            joined(thread)  # (in steps: a signal must get in while the second pass runs)
         except BaseException:
-            failed.append(True)
-            raise
-        finally:
-            done.set()
-            go.set()
+            second_pass.close(ok=False)
             thread.join()
-    second_pass = outcome[0]
-    if isinstance(second_pass, BaseException):
-        raise second_pass
-    return results, second_pass
+            raise
+    second_pass.close()  # its processes, kept after it ended well, are shut down
+    second = outcome[0]
+    if isinstance(second, BaseException):
+        raise second
+    return results, second
 
 
 def _walk(a: Any, b: Any, path: str) -> str | None:

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from membench_gate.adapter import rpc, seal
 from membench_gate.adapter.polling import usable_cpus
 from membench_gate.errors import GateError
+from membench_gate.process import joined
 from membench_gate.suites import get
 from membench_gate.suites.common.repeats import pool, split
 from membench_gate.suites.common.suite import Records, SuiteRun
@@ -50,7 +51,6 @@ if TYPE_CHECKING:
     from membench_gate.suites.common.options import SuiteOptions
 
 T = TypeVar("T")
-JOIN_S = 0.2  # how often the main thread, waiting for the workers, lets a signal in
 SWITCH_S = 0.001  # the interpreter's switch interval while several workers run
 
 
@@ -320,8 +320,7 @@ class Workers:
                 for thread in threads:
                     thread.start()
                 for thread in threads:
-                    while thread.is_alive():
-                        thread.join(JOIN_S)
+                    joined(thread)
         except BaseException as exc:  # an interrupt or a signal in the main thread
             self._fail(None, exc)
             for thread in threads:

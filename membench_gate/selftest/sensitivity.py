@@ -42,7 +42,7 @@ from membench_gate.gate.rules import decide
 from membench_gate.model import metrics
 from membench_gate.model.results import Baseline
 from membench_gate.model.selftest import MutantResult, SelftestReport
-from membench_gate.process import signals_deferred
+from membench_gate.process import awaited, signals_deferred
 from membench_gate.run.runner import load_fixtures, run
 from membench_gate.run.workers import Kept, sharing
 from membench_gate.selftest.mutants import MUTANTS, Mutant
@@ -177,7 +177,8 @@ def _runs(config: Config, mutants: Sequence[type[Mutant]], log: bool, kept: Kept
             kept.close(ok=False)
         cancel()
         raise
-    return [lambda: base, *(future.result for future in futures)], cancel
+    # (each waited for in steps: a signal must get in while the main thread waits on a run)
+    return [lambda: base, *(partial(awaited, future) for future in futures)], cancel
 
 
 def announce(text: str) -> None:

@@ -80,3 +80,52 @@ def test_a_signal_while_deferred_is_raised_when_the_block_ends() -> None:
     done = subprocess.run([sys.executable, "-c", control], capture_output=True, text=True,
                           check=True, timeout=60)
     assert done.stdout.split("\n")[0] == "['Terminated'] True", done
+
+
+class _Stop(Exception):
+    pass
+
+
+def _stop(signum: int, frame: object) -> None:
+    raise _Stop
+
+
+@pytest.mark.parametrize("wait", ["awaited", "joined", "plain"])
+def test_a_signal_another_thread_took_gets_into_the_main_threads_wait(wait: str) -> None:
+    # The signal is delivered to the thread the main thread waits for: Python runs its handler
+    # in the main thread, at its next chance. A wait in steps gives it one at once; a plain
+    # wait (the control) only when the other thread is done, a second later.
+    import signal
+    import threading
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+
+    old = signal.signal(signal.SIGUSR1, _stop)
+    started = threading.Event()
+
+    def work() -> None:
+        started.set()
+        time.sleep(1.2)
+
+    try:
+        with ThreadPoolExecutor(1) as pool:
+            future = pool.submit(work)
+            started.wait()
+            thread = next(t for t in threading.enumerate() if t.name.startswith("ThreadPool"))
+            threading.Timer(0.1, signal.pthread_kill, (thread.ident, signal.SIGUSR1)).start()
+            begun = time.monotonic()
+            with pytest.raises(_Stop):
+                if wait == "awaited":
+                    process.awaited(future)
+                elif wait == "joined":
+                    process.joined(thread)
+                else:
+                    future.result()
+                    time.sleep(0)  # (the handler runs here, once the wait is over)
+            took = time.monotonic() - begun
+    finally:
+        signal.signal(signal.SIGUSR1, old)
+    if wait == "plain":
+        assert took > 0.9  # the control: the wait was not cut short
+    else:
+        assert took < 0.6

@@ -361,6 +361,42 @@ def test_the_determinism_check_runs_its_two_passes_side_by_side(tmp_path: Path) 
         canonical_dumps(second.model_dump(mode="json", exclude={"receipt"}))
 
 
+def test_a_terminated_determinism_check_stops_its_second_pass_at_once(tmp_path: Path) -> None:
+    # Each search takes 0.2 s more: a pass is some 7 s. The signal comes once both passes' adapters
+    # have started; the second pass is stopped with the first, not waited for (it once was: the
+    # main thread's wait for it let no signal in).
+    import signal
+
+    from tests.integration.adapter.test_timeout import gone
+    from tests.support.gitrepos import commit, init
+
+    repo = init(tmp_path / "repo")
+    write_config(repo, '[suites.recall]\nfixtures = ["builtin"]\nk = 10\n',
+                 "adapters_for_tests:StartLog", options=f'log = "{tmp_path}"\npause = 0.2')
+    commit(repo, "the gate", {})
+    starts = tmp_path / "starts.jsonl"
+    gate = subprocess.Popen(
+        [sys.executable, "-m", "membench_gate", "check", "--verify-determinism", "--jobs", "2",
+         "--json", "v.json"], cwd=repo, env=cli_env(), stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGTERM, signal.SIG_DFL))
+    deadline = time.monotonic() + 60
+    while not (starts.exists() and len(starts.read_text().splitlines()) == 2):
+        assert gate.poll() is None and time.monotonic() < deadline, gate.communicate()
+        time.sleep(0.05)
+    time.sleep(0.5)  # both passes are searching
+    started = time.monotonic()
+    gate.send_signal(signal.SIGTERM)
+    _, stderr = gate.communicate(timeout=60)
+    assert gate.returncode == 4, stderr
+    assert "membench-gate: error: terminated (SIGTERM)" in stderr
+    assert time.monotonic() - started < 3
+    logged = [json.loads(line) for line in starts.read_text().splitlines()]
+    assert sorted(entry["worker"] for entry in logged) == ["1", "2"]
+    assert all(gone(entry["pid"]) for entry in logged)
+    assert json.loads((repo / "v.json").read_text())["verdict"] == "error"
+
+
 def test_an_adapter_with_one_store_has_its_selftest_mutants_run_one_after_the_other(
         tmp_path: Path) -> None:
     write_config(tmp_path, SMALL, "adapters_for_tests:SingleStore", options=f'log = "{tmp_path}"')
