@@ -599,7 +599,7 @@ class NextStep(NamedTuple):
 # A key a command may name: printed commands are pasted into shells, so odd ids (quotes,
 # backticks, line breaks) and ids too long to read are left to the lists, where they are shown
 # escaped and cut.
-_PLAIN_KEY = re.compile(r"^[A-Za-z0-9._/-]+#[A-Za-z0-9._:-]{1,%d}$" % ID_SHOWN)
+_PLAIN_KEY = re.compile(rf"^[A-Za-z0-9._/-]+#[A-Za-z0-9._:-]{{1,{ID_SHOWN}}}$")
 
 
 def plain_key(cell: str, item: str) -> bool:
