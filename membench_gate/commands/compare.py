@@ -26,6 +26,7 @@ from membench_gate.model.results import (
     Baseline,
     Cell,
     Results,
+    UnknownSchemaVersion,
     dumps_baseline,
     dumps_results,
     parse_baseline,
@@ -80,7 +81,13 @@ def read_committed(config: Config, base: BaseSide | None = None) -> Committed:
     if base is not None and base.baseline is not None and data == base.data:
         baseline = base.baseline
     else:
-        baseline = parse_baseline(data, config.baseline)
+        try:
+            baseline = parse_baseline(data, config.baseline)
+        except UnknownSchemaVersion as exc:
+            # Rule 3's INCONCLUSIVE is for the base's baseline, from another version of the gate;
+            # the working tree's is the pull request's own file, to bless again: an ERROR.
+            raise GateError(f"{exc} — the working tree's baseline: bless it again with this "
+                            "version") from None
     # The gate compares content; non-canonical bytes (a reformatted file) are only noted, so a
     # hand edit shows in the verdict and ``bless`` rewrites the file canonically.
     return Committed(baseline, data.decode("utf-8", "replace") == dumps_baseline(baseline))

@@ -238,7 +238,8 @@ def validation_message(label: str, exc: ValidationError) -> str:
     loc = ".".join(str(p) for p in err["loc"]) or "(top level)"
     more = len(exc.errors()) - 1
     suffix = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
-    return f"{label}: {loc}: {err['msg']}{suffix}"
+    # (pydantic prefixes a validator's own message with "Value error, ": the message is ours)
+    return f"{label}: {loc}: {err['msg'].removeprefix('Value error, ')}{suffix}"
 
 
 class UnknownSchemaVersion(GateError):

@@ -41,7 +41,7 @@ def _utc(value: str) -> datetime | str:
     try:
         parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
-        return "is not an ISO date (YYYY-MM-DD)"
+        return "is not an ISO date or time (2026-06-01, 2026-06-01T09:30:00Z)"
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=timezone.utc)
     try:

@@ -228,6 +228,21 @@ def test_unknown_schema_version_at_base_is_inconclusive(work: Path) -> None:
     assert verdict["mode"] is None and "no baseline at the base commit" not in out
 
 
+def test_a_working_tree_baseline_of_an_unknown_version_is_an_error_bless_repairs(
+        work: Path) -> None:
+    # Rule 3's INCONCLUSIVE is for the base's baseline; the working tree's is the pull request's
+    # own file: an ERROR naming it, and bless writes it again.
+    data = json.loads((work / "baselines/main.json").read_text())
+    (work / "baselines/main.json").write_text(json.dumps({**data, "schema_version": 99}))
+    code, verdict, out = verdict_of(work)
+    assert code == 4 and verdict["verdict"] == "error", out
+    assert verdict["notes"][0].startswith(
+        "baselines/main.json: schema_version 99 is not known to this version (expected 1) — "
+        "the working tree's baseline"), verdict["notes"]
+    assert run_cli("bless", cwd=work).returncode == 0
+    assert verdict_of(work)[0] == 0
+
+
 def test_zero_gated_breach_refuses_bless_and_fails_check(work: Path) -> None:
     extra = ""
     commit(work, "leaky adapter", {

@@ -220,7 +220,7 @@ def test_a_pairs_only_folder_loads_with_twin_ids_and_digests(tmp_path: Path) -> 
      "writer and reader have the same id 'c1-w'"),
     ({"reader": {"id": "r", "turns": [{"id": "1", "role": "bot", "text": "x"}]}}, "role"),
     ({"writer": {"id": "w", "turns": [{"id": "1", "speaker": "S", "at": "soon", "text": "x"}]}},
-     "'soon' is not an ISO date"),
+     "'soon' is not an ISO date or time"),
 ])
 def test_a_broken_pair_is_an_error_naming_it(tmp_path: Path, changes: dict[str, Any],
                                              message: str) -> None:

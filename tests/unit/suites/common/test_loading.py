@@ -47,7 +47,7 @@ def test_a_large_file_is_validated_in_one_call_into_the_same_items() -> None:
     ({"text": ""}, r"fx/corpus\.json: item 1500 \(t1500\): text"),
     ({"holdout": "yes"}, r"fx/corpus\.json: item 1500 \(t1500\): holdout"),
     ({"extra": 1}, r"fx/corpus\.json: item 1500 \(t1500\): extra"),
-    ({"created_at": "yesterday"}, r"item 1500 \(t1500\).*'yesterday' is not an ISO date"),
+    ({"created_at": "yesterday"}, r"item 1500 \(t1500\).*'yesterday' is not an ISO date or time"),
     (None, r"fx/corpus\.json: item 1500: expected a JSON object"),
 ])
 def test_a_bad_item_in_a_large_file_is_named_as_one_at_a_time_names_it(
@@ -131,7 +131,7 @@ def test_a_date_is_parsed_once_and_a_wrong_one_is_named_each_time() -> None:
     assert common._utc.cache_info().hits == 1
     assert parse_time("2024-05-01", "x").isoformat() == "2024-05-01T00:00:00+00:00"
     for where in ("created_at", "as_of"):
-        with pytest.raises(ValueError, match=rf"^{where}: 'May 1' is not an ISO date"):
+        with pytest.raises(ValueError, match=rf"^{where}: 'May 1' is not an ISO date or time"):
             parse_time("May 1", where)
     with pytest.raises(ValueError, match=r"out of the range of dates"):
         parse_time("0001-01-01T00:00:00+14:00", "at")
