@@ -635,10 +635,13 @@ class AdapterProcess:
         if message.get("id") is None and "error" in message:
             # (an adapter that could not read the request answers with id null: JSON-RPC's rule)
             raise self._error(where, ident, message["error"])
-        if message.get("id") != ident or isinstance(message.get("id"), bool):
+        if message.get("id") != ident or type(message.get("id")) is not int:  # (not 1.0, true)
             raise self._broke(where, "response",
                               f"a response to id {_short(message.get('id'), 40)}, expected {ident}"
                               + _earlier(message.get("id"), ident))
+        if "error" in message and "result" in message:
+            raise self._broke(where, "response", f"a response with both result and error (one "
+                              f"or the other): {_excerpt(line)}")
         if "error" in message:
             raise self._error(where, ident, message["error"])
         if "result" not in message:

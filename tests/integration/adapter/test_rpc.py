@@ -76,6 +76,12 @@ for line in sys.stdin:
             continue
         if mode == "wrong-id":
             rid += 1
+        if mode == "float-id":  # the same number, but not the integer id it was sent
+            rid = float(rid)
+        if mode == "result-and-error":
+            send({"jsonrpc": "2.0", "id": rid, "result": {"hits": [], "abstain": True},
+                  "error": {"code": 7, "message": "and yet"}})
+            continue
         if mode == "notification":
             send({"jsonrpc": "2.0", "method": "log", "params": {"text": "warming up"}})
             continue
@@ -199,6 +205,8 @@ def test_a_well_behaved_scripted_adapter_runs(tmp_path: Path) -> None:
     ("half-line", "an incomplete line on stdout", "line"),
     ("not-json", "not JSON: 'loading model weights... done' (log to stderr)", "stdout"),
     ("wrong-id", "a response to id", "response"),
+    ("float-id", ".0, expected ", "response"),
+    ("result-and-error", "a response with both result and error (one or the other)", "response"),
     ("twice", "(an earlier request's id: was that request answered twice?)", "response"),
     ("notification", "a message without an id (a notification?), expected the response to id",
      "response"),
