@@ -66,7 +66,8 @@ def assert_forgery_refused(run: StepRun, fake: FakeGitHub) -> None:
     assert run.returncode == 4, run.log
     assert run.summary.startswith("## membench-gate: ⛔ ERROR"), run.summary[:200]
     assert "✅" not in run.summary
-    assert "$GITHUB_OUTPUT and $GITHUB_STEP_SUMMARY were written" in run.summary.replace("\\_", "_")
+    shown = run.summary.replace("\\_", "_").replace("\\$", "$")  # (Markdown's escapes)
+    assert "$GITHUB_OUTPUT and $GITHUB_STEP_SUMMARY were written" in shown
     assert any("$GITHUB_OUTPUT" in a for a in run.annotations("error"))
     (comment,) = fake.comments_on(PR_NUMBER)
     assert "ERROR" in comment["body"] and "✅" not in comment["body"]
