@@ -421,8 +421,17 @@ def _tables_model(annotation: Any) -> type[BaseModel] | None:
 
 
 def _toml(value: object) -> str:
-    """A value as the config file spells it (``true``, not Python's ``True``)."""
-    return str(value).lower() if isinstance(value, bool) else repr(value)
+    """A value as the config file spells it (``true``, not Python's ``True``; a date or time as
+    TOML writes it, ``2026-01-01``, not Python's ``datetime.date(2026, 1, 1)``)."""
+    import datetime
+
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, (datetime.date, datetime.time)):  # (a datetime is a date)
+        kind = "date-time" if isinstance(value, datetime.datetime) else \
+            "date" if isinstance(value, datetime.date) else "time"
+        return f"the TOML {kind} {value.isoformat()}"
+    return repr(value)
 
 
 def _locate(loc: tuple[int | str, ...]) -> tuple[str, FieldInfo | None, type[BaseModel] | None]:
