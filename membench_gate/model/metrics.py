@@ -343,8 +343,12 @@ def explain(name: str | None = None) -> str:
     if name is not None:
         metric = spec(name)
         if metric is _UNKNOWN:
+            from rapidfuzz import process  # (only a mistake needs it)
+
+            match = process.extractOne(name, list(REGISTRY), score_cutoff=60)
+            hint = f" (did you mean {match[0]!r}?)" if match else ""
             known = ", ".join(sorted(REGISTRY))
-            raise KeyError(f"unknown metric {name!r}; known metrics: {known}")
+            raise KeyError(f"unknown metric {name!r}{hint}; known metrics: {known}")
         return _explain_line(metric, name)
     return "\n".join(_explain_line(m, m.name) for m in REGISTRY.values())
 

@@ -631,7 +631,8 @@ def next_step(verdict: Verdict, results: Results | None = None, base: Baseline |
     if verdict.verdict == "error":
         return NextStep("fix the error above, then run the check again")
     if verdict.verdict == "inconclusive":
-        return NextStep("nothing was compared: fix the reason above, then run the check again")
+        return NextStep("no verdict can rest on this comparison: fix the reason above, then run "
+                        "the check again")
     if verdict.verdict == "bless-required" and any(
             note.startswith(NO_BASE_BASELINE) for note in verdict.notes):
         return NextStep("the base branch has the gate but no baseline: bless there first "

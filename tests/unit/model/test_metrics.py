@@ -80,8 +80,14 @@ def test_every_cell_and_metric_of_the_committed_baseline_is_known() -> None:
 def test_a_name_the_registry_does_not_hold_is_shown_not_gated() -> None:
     assert spec("recall_at_k").name == "?"
     assert gate_kind("veto/files_known", "recall_at_k") == "report"
-    with pytest.raises(KeyError, match=r"unknown metric 'recall_at_k'; known metrics: .*mrr"):
+    with pytest.raises(KeyError, match=r"unknown metric 'recall_at_k' \(did you mean '[a-z_]+'\?\); "
+                                        r"known metrics: .*mrr"):
         explain("recall_at_k")
+    with pytest.raises(KeyError, match=r"unknown metric 'veto_recal' \(did you mean "
+                                        r"'veto_recall_at_k'\?\)"):
+        explain("veto_recal")
+    with pytest.raises(KeyError, match=r"unknown metric 'zzzz'; known"):
+        explain("zzzz")
 
 
 def test_every_net_lambda_is_the_one_net_metric() -> None:
