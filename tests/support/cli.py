@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
@@ -69,3 +71,22 @@ def assert_error_verdict(path: Path) -> None:
     data = json.loads(path.read_text(encoding="utf-8"))
     assert (data["verdict"], data["exit_code"]) == ("error", 4), data
     assert "cells" not in data and data["notes"], data
+
+
+def start_cli(*args: str, cwd: Path) -> subprocess.Popen[str]:
+    """The CLI in the background, its output piped, SIGTERM at its default (as a runner's)."""
+    return subprocess.Popen([sys.executable, "-m", "membench_gate", *args], cwd=cwd, env=cli_env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGTERM, signal.SIG_DFL))
+
+
+def terminate(gate: subprocess.Popen[str], within: float) -> str:
+    """SIGTERM ``gate``: it must end within ``within`` seconds, as a terminated command does
+    (exit 4, the one error line). Its stderr."""
+    started = time.monotonic()
+    gate.send_signal(signal.SIGTERM)
+    _, stderr = gate.communicate(timeout=60)
+    assert gate.returncode == 4, stderr
+    assert "membench-gate: error: terminated (SIGTERM)" in stderr
+    assert time.monotonic() - started < within
+    return stderr

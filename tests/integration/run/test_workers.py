@@ -365,9 +365,8 @@ def test_a_terminated_determinism_check_stops_its_second_pass_at_once(tmp_path: 
     # Each search takes 0.2 s more: a pass is some 7 s. The signal comes once both passes' adapters
     # have started; the second pass is stopped with the first, not waited for (it once was: the
     # main thread's wait for it let no signal in).
-    import signal
-
     from tests.integration.adapter.test_timeout import gone
+    from tests.support.cli import start_cli, terminate
     from tests.support.gitrepos import commit, init
 
     repo = init(tmp_path / "repo")
@@ -375,22 +374,13 @@ def test_a_terminated_determinism_check_stops_its_second_pass_at_once(tmp_path: 
                  "adapters_for_tests:StartLog", options=f'log = "{tmp_path}"\npause = 0.2')
     commit(repo, "the gate", {})
     starts = tmp_path / "starts.jsonl"
-    gate = subprocess.Popen(
-        [sys.executable, "-m", "membench_gate", "check", "--verify-determinism", "--jobs", "2",
-         "--json", "v.json"], cwd=repo, env=cli_env(), stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True,
-        preexec_fn=lambda: signal.signal(signal.SIGTERM, signal.SIG_DFL))
+    gate = start_cli("check", "--verify-determinism", "--jobs", "2", "--json", "v.json", cwd=repo)
     deadline = time.monotonic() + 60
     while not (starts.exists() and len(starts.read_text().splitlines()) == 2):
         assert gate.poll() is None and time.monotonic() < deadline, gate.communicate()
         time.sleep(0.05)
     time.sleep(0.5)  # both passes are searching
-    started = time.monotonic()
-    gate.send_signal(signal.SIGTERM)
-    _, stderr = gate.communicate(timeout=60)
-    assert gate.returncode == 4, stderr
-    assert "membench-gate: error: terminated (SIGTERM)" in stderr
-    assert time.monotonic() - started < 3
+    terminate(gate, within=3)
     logged = [json.loads(line) for line in starts.read_text().splitlines()]
     assert sorted(entry["worker"] for entry in logged) == ["1", "2"]
     assert all(gone(entry["pid"]) for entry in logged)

@@ -6,10 +6,6 @@ and a terminated selftest leaves no process at all."""
 from __future__ import annotations
 
 import json
-import signal
-import subprocess
-import sys
-import time
 from functools import partial
 from pathlib import Path
 
@@ -20,7 +16,7 @@ from membench_gate.defaults import DEFAULT_ALPHA
 from membench_gate.run.runner import load_fixtures, run
 from membench_gate.selftest import sensitivity
 from tests.integration.adapter.test_timeout import gone
-from tests.support.cli import cli_env, run_cli
+from tests.support.cli import run_cli, start_cli, terminate
 from tests.support.configs import write_config
 
 pytestmark = pytest.mark.slow
@@ -89,20 +85,12 @@ def test_a_terminated_selftest_stops_every_kept_process_at_once(tmp_path: Path, 
     # not waited for.
     write_config(tmp_path, RECALL, "adapters_for_tests:StartLog",
                  options=f'log = "{tmp_path}"\npause = 0.1')
-    gate = subprocess.Popen(
-        [sys.executable, "-m", "membench_gate", "selftest", "--jobs", "2", "--json", "st.json"],
-        cwd=tmp_path, env=cli_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        preexec_fn=lambda: signal.signal(signal.SIGTERM, signal.SIG_DFL))
+    gate = start_cli("selftest", "--jobs", "2", "--json", "st.json", cwd=tmp_path)
     assert gate.stderr is not None
     for line in gate.stderr:  # the mutants are running, in both slots' kept processes
         if after in line:
             break
-    started = time.monotonic()
-    gate.send_signal(signal.SIGTERM)
-    _, stderr = gate.communicate(timeout=60)
-    assert gate.returncode == 4, stderr
-    assert "membench-gate: error: terminated (SIGTERM)" in stderr
-    assert time.monotonic() - started < 2.5
+    terminate(gate, within=2.5)
     starts = _starts(tmp_path)
     assert len(starts) == 2
     assert all(gone(s["pid"]) for s in starts)
