@@ -83,3 +83,16 @@ def test_a_floor_breach_says_its_value_against_the_floor_not_a_move_from_it() ->
     assert row.split() == ["veto", "recall@k", "on", "veto/files_known", "0.75", "below", "its",
                            "floor", "0.9", "−15", "pts"]
     assert "0.9 → 0.75" not in "\n".join(lines)
+
+
+def test_an_option_breach_says_its_values_once() -> None:
+    def measured(k: int, fixtures_hash: str) -> Results:
+        run = results(0.5, [])
+        return run.model_copy(update={"fixtures_hash": fixtures_hash,
+                                      "config": {"suites": {"veto": {"k": k}}}})
+
+    base, head = measured(5, "a" * 64), measured(10, "b" * 64)
+    verdict = decide(base.to_baseline(), head.to_baseline(), head)
+    lines = verdict_summary(verdict, head, base.to_baseline()).splitlines()
+    at = lines.index("  breaches (1), most severe first:")
+    assert lines[at + 1] == "    veto option k changed: 5 → 10"
