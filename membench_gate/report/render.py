@@ -106,7 +106,9 @@ def _inert(text: str) -> str:
     """Strip our comment marker, show control and format characters as their escapes, and
     defuse mentions, references, autolinks and emoji shortcodes: the text reads as it was
     written, and GitHub makes nothing of it."""
-    text = visible(strip_markers(text))
+    # (stripped of a marker, a text may begin or end with a space, which would undo the bold or
+    # code it is set in: "**a **" is not bold)
+    text = visible(strip_markers(text)).strip()
     # Before Markdown escaping: ":white_check_mark:" must be broken before "_" becomes "\_".
     return _TRIGGERS.sub(lambda m: m.group(0) + _ZWSP, text)
 

@@ -344,3 +344,11 @@ def test_long_ids_are_cut_as_shown_and_leave_the_rest_of_the_comment_whole() -> 
     assert "id00-" + "x" * 94 + "…" in markdown and "x" * 100 not in markdown
     # The example `show` names an id it can print whole.
     assert "membench-gate show 'veto/files_known#scn-7'" in markdown
+
+
+def test_an_id_ending_in_a_stripped_marker_stays_bold() -> None:
+    # The marker's pieces are stripped and what is left between them stays, without the spaces
+    # at its ends (which would undo the bold it is set in).
+    text = escape_md("<!-- membench-gate:v1 key=default -->")
+    assert text == "key=default"
+    assert "<strong>key=default</strong>" in to_html(f"- **{text}** — why\n")
