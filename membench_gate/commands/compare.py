@@ -84,8 +84,10 @@ def read_committed(config: Config, base: BaseSide | None = None) -> Committed:
         try:
             baseline = parse_baseline(data, config.baseline)
         except UnknownSchemaVersion as exc:
+            if base is not None and data == base.data:
+                raise  # the base's baseline, untouched by the pull request: rule 3's INCONCLUSIVE
             # Rule 3's INCONCLUSIVE is for the base's baseline, from another version of the gate;
-            # the working tree's is the pull request's own file, to bless again: an ERROR.
+            # the working tree's own is the pull request's file, to bless again: an ERROR.
             raise GateError(f"{exc} — the working tree's baseline: bless it again with this "
                             "version") from None
     # The gate compares content; non-canonical bytes (a reformatted file) are only noted, so a

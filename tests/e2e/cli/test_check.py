@@ -226,6 +226,11 @@ def test_unknown_schema_version_at_base_is_inconclusive(work: Path) -> None:
     assert code == 3 and "schema_version" in verdict["notes"][0]
     # Not a bootstrap: the base has a baseline, of a version this one cannot read.
     assert verdict["mode"] is None and "no baseline at the base commit" not in out
+    # A pull request that leaves that baseline as it is: the same file, still the base's case.
+    git(work, "checkout", "-q", "-b", "pr3", "main")
+    code, verdict, out = verdict_of(work, "--base-ref", "refs/heads/main")
+    assert code == 3 and "schema_version 99 is not known" in verdict["notes"][0], out
+    assert "working tree's baseline" not in out
 
 
 def test_a_working_tree_baseline_of_an_unknown_version_is_an_error_bless_repairs(
