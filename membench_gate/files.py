@@ -56,7 +56,7 @@ def write_atomic(path: Path, text: str) -> None:
     """
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-    except FileExistsError as exc:  # a file where a folder of the path would be
+    except (FileExistsError, NotADirectoryError) as exc:  # a file where a folder would be
         raise GateError(f"{path}: {exc.filename} is a file, not a folder") from exc
     try:
         found = path.stat().st_mode

@@ -343,9 +343,11 @@ def explain(name: str | None = None) -> str:
     if name is not None:
         metric = spec(name)
         if metric is _UNKNOWN:
-            from rapidfuzz import process  # (only a mistake needs it)
+            from rapidfuzz import fuzz, process, utils  # (only a mistake needs it)
 
-            match = process.extractOne(name, list(REGISTRY), score_cutoff=60)
+            names = [n for n in REGISTRY if "<" not in n]  # (not a template such as NET's)
+            match = process.extractOne(name, names, scorer=fuzz.ratio,
+                                       processor=utils.default_process, score_cutoff=70)
             hint = f" (did you mean {match[0]!r}?)" if match else ""
             known = ", ".join(sorted(REGISTRY))
             raise KeyError(f"unknown metric {name!r}{hint}; known metrics: {known}")

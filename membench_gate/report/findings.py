@@ -262,10 +262,15 @@ ID_SHOWN = 100  # characters of an item id a report shows; a longer one is cut, 
 
 
 def shown_id(item: str) -> str:
-    """An item id as reports show it: whole up to :data:`ID_SHOWN` characters, else cut (its
-    results, ``show`` and the report's data files keep it whole). Fixture ids have no length
-    limit, and a pull request's ids must not push the rest of its scoreboard out."""
-    return item if len(item) <= ID_SHOWN else item[:ID_SHOWN - 1] + "…"
+    """An item id as reports show it: whole up to :data:`ID_SHOWN` characters, else its head
+    and its tail around a "…" (ids built of parts end in the part that tells them apart:
+    ``<conversation>/<question>``); its results, ``show`` and the report's data files keep it
+    whole. Fixture ids have no length limit, and a pull request's ids must not push the rest
+    of its scoreboard out."""
+    if len(item) <= ID_SHOWN:
+        return item
+    tail = ID_SHOWN * 2 // 5
+    return f"{item[:ID_SHOWN - tail - 1]}…{item[-tail:]}"
 
 
 def ranked_breaches(verdict: Verdict, results: Results | None,
@@ -604,7 +609,7 @@ _PLAIN_KEY = re.compile(rf"^[A-Za-z0-9._/-]+#[A-Za-z0-9._:-]{{1,{ID_SHOWN}}}$")
 
 def plain_key(cell: str, item: str) -> bool:
     """Whether a printed command may name ``cell#item`` as it is."""
-    return bool(_PLAIN_KEY.match(f"{cell}#{item}"))
+    return bool(_PLAIN_KEY.fullmatch(f"{cell}#{item}"))  # ("$" would let a newline end it)
 
 
 def _worst_item(verdict: Verdict) -> tuple[str, str] | None:
@@ -677,12 +682,14 @@ def _unmeasured_floor(row: Ranked, results: Results | None) -> str:
             "pull request that still measures it removes it there")
 
 
-def alternatives(verdict: Verdict) -> list[str]:
-    """The local alternative to a bless, as lines of a shell script, where there is one."""
+def alternatives(verdict: Verdict, results: Results | None = None) -> list[str]:
+    """The local alternative to a bless, as lines of a shell script, where there is one (the
+    check of the same measurement as ``results``)."""
     if not asks_for_bless(verdict):
         return []
     return ["# or, locally only, try it out without a baseline change:",
-            f"membench-gate check{config_flag(verdict)} --allow-regression 'trying this out'"]
+            f"membench-gate check{config_flag(verdict)}{holdout_flag(results)} "
+            "--allow-regression 'trying this out'"]
 
 
 def net_points(results: Results, base: Baseline | None,

@@ -513,7 +513,7 @@ def context(verdict: Verdict, results: Results | None, base: Baseline | None, *,
         "notes": notes[:_SUMMARY_ROWS if level == "summary" else 3] if short else notes,
         # Banking is said in its own section, with its command.
         # The next step's commands are said at the top; here, the alternatives to them.
-        "steps": findings.alternatives(verdict),
+        "steps": findings.alternatives(verdict, results),
         "reproduce": "membench-gate check" + findings.config_flag(verdict)
         + findings.holdout_flag(results)
         + (f" --base-ref {full_sha}" if full_sha else ""),

@@ -113,7 +113,7 @@ def verdict_summary(verdict: Verdict, results: Results, base: object = None,
                 lines.append(f"    {row.what}: {row.detail}")
             elif row.group == findings.FLOOR and row.head is not None:
                 # (the floor is no base value: "0.5 → 0.41" would be a move that never happened)
-                lines.append(f"    {row.what:<{width}}  {row.head_text} below its floor "
+                lines.append(f"    {row.what:<{width}}  {row.head_text} past its floor "
                              f"{row.base_text}  {row.delta}")
             elif row.kind == "option":
                 lines.append(f"    {row.what}")  # (its words hold both values already)
@@ -153,7 +153,7 @@ def verdict_summary(verdict: Verdict, results: Results, base: object = None,
     said = {lines[1].strip()}
     lines += [f"  note: {note}" for note in verdict.notes
               if note not in said and note != "breaches blessed by the committed justification"]
-    steps = findings.alternatives(verdict)
+    steps = findings.alternatives(verdict, results)
     if flat and not any(c.startswith("membench-gate show ") for c in step.commands):
         steps = ["# what was asked, the gold and what came back for one item:",
                  findings.show_command(verdict, *flat[0], info.sha), *steps]

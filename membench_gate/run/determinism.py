@@ -61,7 +61,7 @@ def run_twice(config: Config, progress: Progress | None,
     failed: list[bool] = []
     # The second pass's processes, lent to it: when the check stops (the first pass failed, a
     # signal) they are interrupted, so it ends at once, and it never starts after that.
-    second_pass = Kept()
+    second_pass = Kept(reuse=False)
     thread = threading.Thread(target=again, name="second pass", daemon=True)
     thread.start()
     with sharing(config.workers):  # both passes' processes share the CPUs
@@ -79,7 +79,7 @@ def run_twice(config: Config, progress: Progress | None,
             second_pass.close(ok=False)
             thread.join()
             raise
-    second_pass.close()  # its processes, kept after it ended well, are shut down
+    second_pass.close()
     second = outcome[0]
     if isinstance(second, BaseException):
         raise second

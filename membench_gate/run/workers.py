@@ -382,10 +382,14 @@ class Kept:
     using are *lent*: :meth:`close` after an error interrupts them, so the runs in flight end at
     once, and a run that starts after it is refused. Thread-safe: several slots' runs use it."""
 
-    def __init__(self) -> None:
+    def __init__(self, reuse: bool = True) -> None:
+        """``reuse`` false: nothing is kept for a next run (a run's processes are shut down as
+        it ends, as without a ``Kept``); the processes are only lent, so :meth:`close` after an
+        error still interrupts the runs in flight and refuses later ones."""
         self._held: dict[tuple[str, int], Workers] = {}  # each holds one worker
         self._lent: list[Workers] = []
         self._closed = False
+        self._reuse = reuse
         self._lock = threading.Lock()
 
     def take(self, config: Config, seam: str, numbers: Sequence[int], several: bool
@@ -396,6 +400,8 @@ class Kept:
         never two live processes at once)."""
         with self._lock:
             self._refuse_if_closed()
+            if not self._reuse:
+                return None
             held = [self._held.pop((seam, n)) for n in numbers if (seam, n) in self._held]
         workers = [one.first for one in held]
         usable = bool(held) and all(_running(worker) for worker in workers) and (
@@ -425,7 +431,7 @@ class Kept:
         replaced: list[Workers] = []
         with self._lock:
             self._lent = [w for w in self._lent if w is not workers]
-            if not self._closed:
+            if not self._closed and self._reuse:
                 for worker in workers.started:
                     old = self._held.pop((seam, worker.number), None)
                     if old is not None:
@@ -462,7 +468,7 @@ class Kept:
 
     def _refuse_if_closed(self) -> None:
         if self._closed:
-            raise GateError("the selftest stopped: no further run starts")
+            raise GateError("stopped: no further run starts")
 
 
 def _each(items: Sequence[T], act: Callable[[T], None]) -> None:

@@ -80,7 +80,7 @@ def selftest(config: Config, mutants: Sequence[type[Mutant]] = MUTANTS,
     # be random (a suite with repeats) gets a new process per run, so that its draws never
     # depend on which runs went before in its slot.
     stochastic = any(options.repeats for options in config.suites.values())
-    kept = None if stochastic else Kept()
+    kept = Kept(reuse=not stochastic)  # (lent only, so that a stop interrupts the runs)
     cancel: Callable[[], None] = lambda: None  # noqa: E731
     with sharing(config.workers):  # the slots' processes share the CPUs
         try:

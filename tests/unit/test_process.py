@@ -103,7 +103,10 @@ def test_a_signal_another_thread_took_gets_into_the_main_threads_wait(wait: str)
     old = signal.signal(signal.SIGUSR1, _stop)
     started = threading.Event()
 
+    threads: list[threading.Thread] = []
+
     def work() -> None:
+        threads.append(threading.current_thread())
         started.set()
         time.sleep(1.2)
 
@@ -111,7 +114,7 @@ def test_a_signal_another_thread_took_gets_into_the_main_threads_wait(wait: str)
         with ThreadPoolExecutor(1) as pool:
             future = pool.submit(work)
             started.wait()
-            thread = next(t for t in threading.enumerate() if t.name.startswith("ThreadPool"))
+            (thread,) = threads
             threading.Timer(0.1, signal.pthread_kill, (thread.ident, signal.SIGUSR1)).start()
             begun = time.monotonic()
             with pytest.raises(_Stop):

@@ -96,6 +96,22 @@ def test_a_terminated_selftest_stops_every_kept_process_at_once(tmp_path: Path, 
     assert all(gone(s["pid"]) for s in starts)
 
 
+def test_a_terminated_selftest_of_a_memory_meant_to_be_random_stops_at_once(
+        tmp_path: Path) -> None:
+    # With repeats no process is kept from run to run, but the runs in flight are still
+    # interrupted, not waited for (a veto run: 64 searches of 0.1 s more, twice).
+    write_config(tmp_path, '[suites.veto]\nfixtures = ["builtin"]\nk = 5\nrepeats = 2\n',
+                 "adapters_for_tests:StartLog", options=f'log = "{tmp_path}"\npause = 0.1')
+    gate = start_cli("selftest", "--jobs", "2", "--mutant", "drop-best-hit", "--mutant",
+                     "always-abstain", "--mutant", "wrong-ids", cwd=tmp_path)
+    assert gate.stderr is not None
+    for line in gate.stderr:
+        if "mutant 2/" in line:
+            break
+    terminate(gate, within=2.5)
+    assert all(gone(s["pid"]) for s in _starts(tmp_path))
+
+
 def _live(pids: list[int]) -> list[int]:
     return [pid for pid in pids if Path(f"/proc/{pid}").exists()
             and "Z" not in Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[:1]]
@@ -148,7 +164,7 @@ def test_a_closed_keep_refuses_a_new_run_and_stops_what_it_is_given(tmp_path: Pa
     assert lent.first.client.name  # initialized: a run is using it
     kept.close(ok=False)  # the selftest stopped: what a run is using is killed at once
     assert not lent.first.process.alive
-    with pytest.raises(GateError, match="the selftest stopped"):
+    with pytest.raises(GateError, match="stopped: no further run starts"):
         kept.take(config, "", [1], False)
     late = Workers(config, [2], False)
     late.first.client  # noqa: B018 (a run that started just before the close)

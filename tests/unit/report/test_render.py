@@ -341,7 +341,7 @@ def test_long_ids_are_cut_as_shown_and_leave_the_rest_of_the_comment_whole() -> 
     assert "### Commands" in markdown and "cut to fit" not in markdown
     assert "left out to fit" not in markdown
     assert "Newly failing items (41)" in markdown
-    assert "id00-" + "x" * 94 + "…" in markdown and "x" * 100 not in markdown
+    assert "id00-" + "x" * 54 + "…" + "x" * 40 in markdown and "x" * 100 not in markdown
     # The example `show` names an id it can print whole.
     assert "membench-gate show 'veto/files_known#scn-7'" in markdown
 
@@ -352,3 +352,13 @@ def test_an_id_ending_in_a_stripped_marker_stays_bold() -> None:
     text = escape_md("<!-- membench-gate:v1 key=default -->")
     assert text == "key=default"
     assert "<strong>key=default</strong>" in to_html(f"- **{text}** — why\n")
+
+
+def test_a_cut_id_keeps_its_head_and_its_tail() -> None:
+    from membench_gate.report.findings import ID_SHOWN, plain_key, shown_id
+
+    one, two = ("conv/" + "a" * 95 + tail for tail in ("-q1", "-q2"))
+    assert shown_id(one) != shown_id(two)
+    assert len(shown_id(one)) == ID_SHOWN and shown_id(one).endswith("a-q1")
+    assert shown_id("x" * ID_SHOWN) == "x" * ID_SHOWN
+    assert not plain_key("veto/files_known", "scn-1\n") and plain_key("veto/files_known", "scn-1")

@@ -80,7 +80,7 @@ def test_a_floor_breach_says_its_value_against_the_floor_not_a_move_from_it() ->
                      floors=floors_of({"veto/files_known:veto_recall_at_k": 0.9}, {}))
     lines = verdict_summary(verdict, same, same.to_baseline()).splitlines()
     row = next(line for line in lines if "on veto/files_known" in line and "floor" in line)
-    assert row.split() == ["veto", "recall@k", "on", "veto/files_known", "0.75", "below", "its",
+    assert row.split() == ["veto", "recall@k", "on", "veto/files_known", "0.75", "past", "its",
                            "floor", "0.9", "−15", "pts"]
     assert "0.9 → 0.75" not in "\n".join(lines)
 
