@@ -79,7 +79,6 @@ def run_twice(config: Config, progress: Progress | None,
             second_pass.close(ok=False)
             thread.join()
             raise
-    second_pass.close()
     second = outcome[0]
     if isinstance(second, BaseException):
         raise second

@@ -79,21 +79,20 @@ def selftest(config: Config, mutants: Sequence[type[Mutant]] = MUTANTS,
     # Each worker number's adapter process serves one run after another — but a memory meant to
     # be random (a suite with repeats) gets a new process per run, so that its draws never
     # depend on which runs went before in its slot.
+    # (Then the processes are only lent, kept for no next run: a stop still interrupts them.)
     stochastic = any(options.repeats for options in config.suites.values())
-    kept = Kept(reuse=not stochastic)  # (lent only, so that a stop interrupts the runs)
+    kept = Kept(reuse=not stochastic)
     cancel: Callable[[], None] = lambda: None  # noqa: E731
     with sharing(config.workers):  # the slots' processes share the CPUs
         try:
             outcomes, cancel = _runs(config, mutants, log, kept)
             report = _judged(outcomes, mutants, alpha)
         except BaseException:
-            if kept is not None:
-                kept.close(ok=False)  # the runs in flight see their adapters end; none starts
+            kept.close(ok=False)  # the runs in flight see their adapters end; none starts
             cancel()  # the runs not begun never start, those in flight end first
             raise
         cancel()
-    if kept is not None:
-        kept.close()
+    kept.close()
     return report
 
 
