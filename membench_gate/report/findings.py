@@ -604,12 +604,12 @@ class NextStep(NamedTuple):
 # A key a command may name: printed commands are pasted into shells, so odd ids (quotes,
 # backticks, line breaks) and ids too long to read are left to the lists, where they are shown
 # escaped and cut.
-_PLAIN_KEY = re.compile(rf"^[A-Za-z0-9._/-]+#[A-Za-z0-9._:-]{{1,{ID_SHOWN}}}$")
+_PLAIN_KEY = re.compile(rf"[A-Za-z0-9._/-]+#[A-Za-z0-9._:-]{{1,{ID_SHOWN}}}")  # (matched whole)
 
 
 def plain_key(cell: str, item: str) -> bool:
     """Whether a printed command may name ``cell#item`` as it is."""
-    return bool(_PLAIN_KEY.fullmatch(f"{cell}#{item}"))  # ("$" would let a newline end it)
+    return bool(_PLAIN_KEY.fullmatch(f"{cell}#{item}"))  # (not "$": a newline may end it)
 
 
 def _worst_item(verdict: Verdict) -> tuple[str, str] | None:
