@@ -70,7 +70,7 @@ COMMANDS: dict[str, Command] = {
         o.CONFIG, o.DEBUG, o.ADAPTER_KIND), defaults={"rpc": False}),
     "show": Command("show:cmd_show", "one item: what was asked, the gold, what came back, base "
                                      "vs head", (
-        *o.ADAPTER_RUN, o.TARGET, o.SHOW_RESULTS, o.BASE_REF)),
+        *o.ADAPTER_RUN, o.JOBS, o.TARGET, o.SHOW_RESULTS, o.BASE_REF, o.INCLUDE_HOLDOUT)),
     "doctor": Command("doctor:cmd_doctor", "check the adapter against the protocol",
                       (*o.ADAPTER_RUN, o.JOBS)),
     "import": Command("import_:cmd_import", "fixture folders from the data sets memory teams "

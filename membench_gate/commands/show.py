@@ -86,7 +86,9 @@ def base_outcome(config: Config, base_ref: str | None, cell: str, item: str) -> 
         return BaseOutcome("absent", f"{where}: the cell is not in its baseline")
     digests = side.baseline.digests.get(cell)
     if digests is not None and item not in digests:
-        return BaseOutcome("absent", f"{where}: the item is not in its fixtures")
+        held = config.include_holdout and side.baseline.config.get("include_holdout") is not True
+        return BaseOutcome("absent", f"{where}: the item is not in its measurement"
+                           + (" (blessed without the holdout items)" if held else ""))
     if before.repeats is not None and before.passes is not None:  # a stochastic cell
         return BaseOutcome(f"{before.passes.get(item, 0)}/{before.repeats} passes", where)
     return BaseOutcome("fail" if item in before.failed else "pass", where)
@@ -178,20 +180,54 @@ def render_item(results: Results, cell: str, item: str, base: BaseOutcome | None
     return "\n".join(visible(line) for line in lines)
 
 
+def _held_out(config: Config | None, results: Results, cell: str, item: str) -> bool:
+    """Whether ``item`` is missing from ``results`` because it is a holdout item those results
+    did not score (its suite's fixtures, read with the holdout, have it; without, they do not)."""
+    if results.config.get("include_holdout") is True or cell not in results.items \
+            or item in results.items[cell]:
+        return False
+    _, suite, _ = cell_names.parse(cell)
+    if config is None or suite not in config.suites:
+        return False
+    from membench_gate.suites.common.fixtures import load_suite
+
+    options = config.suites[suite]
+    try:
+        every = load_suite(suite, options.fixtures, config.base_dir, True)
+    except GateError:
+        return False
+    return item in every.digests or item in every.corpus
+
+
+def _render(config: Config | None, results: Results, cell: str, item: str,
+            base: BaseOutcome | None, results_path: Path | None) -> str:
+    try:
+        return render_item(results, cell, item, base)
+    except GateError as exc:
+        if not _held_out(config, results, cell, item):
+            raise
+        how = "run it with --include-holdout" if results_path is None else \
+            "these results were measured without it: show it from a run with --include-holdout"
+        raise GateError(f"show: {item!r} is a holdout item of {cell.rpartition('/')[0] or cell}"
+                        f" ({how})") from exc
+
+
 def show(target: str, *, config_path: Path, results_path: Path | None = None,
-         base_ref: str | None = None) -> int:
+         base_ref: str | None = None, include_holdout: bool = False,
+         jobs: int | None = None) -> int:
     """The ``show`` command: item ``target`` (``CELL#ID``) of ``results_path``, or of a run of its
-    suite under ``config_path``, next to its outcome at the base commit."""
+    suite under ``config_path`` (with the holdout items too when ``include_holdout``, in ``jobs``
+    adapter processes), next to its outcome at the base commit."""
     cell, item = parse_target(target)
     if results_path is not None and not config_path.exists() and base_ref is None:
         # A results file on its own (an artifact from CI): no config, so no base to read.
         results = parse_results(read_file(results_path), str(results_path))
         print(render_item(results, cell, item, None))
         return ExitCode.PASS
-    config = load_config(config_path)
+    config = load_config(config_path).with_holdout(include_holdout).with_workers(jobs)
     base = base_outcome(config, base_ref, cell, item)  # read before the adapter starts
     results = _results(config, results_path, cell)
-    print(render_item(results, cell, item, base))
+    print(_render(config, results, cell, item, base, results_path))
     return ExitCode.PASS
 
 
@@ -200,4 +236,4 @@ def cmd_show(args: argparse.Namespace) -> int:
 
     seal.establish(required=args.seal)  # before any adapter starts (docs/gate.md, "Sealed")
     return show(args.target, config_path=args.config, results_path=args.results,
-                base_ref=args.base_ref)
+                base_ref=args.base_ref, include_holdout=args.include_holdout, jobs=args.jobs)

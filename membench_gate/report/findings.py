@@ -510,10 +510,13 @@ def config_flag(verdict: Verdict) -> str:
     return f" --config {_quote(config)}"
 
 
-def show_command(verdict: Verdict, cell: str, item: str, base_sha: str | None = None) -> str:
-    """The command that explains one item, quoted so it works as printed."""
+def show_command(verdict: Verdict, cell: str, item: str, base_sha: str | None = None,
+                 results: Results | None = None) -> str:
+    """The command that explains one item, quoted so it works as printed (with
+    ``--include-holdout`` when ``results`` scored the holdout: the item may be held out)."""
     base = f" --base-ref {base_sha}" if base_sha else ""
-    return f"membench-gate show {_quote(f'{cell}#{item}')}{config_flag(verdict)}{base}"
+    return (f"membench-gate show {_quote(f'{cell}#{item}')}{config_flag(verdict)}"
+            f"{holdout_flag(results)}{base}")
 
 
 # Left in a justification, bless refuses it: the command is printed ready to run once the reason
@@ -631,7 +634,7 @@ def next_step(verdict: Verdict, results: Results | None = None, base: Baseline |
     hard = any(kind in HARD_KINDS for kind in kinds)
     keys = any(kind not in HARD_KINDS for kind in kinds)
     worst = _worst_item(verdict)
-    show = (show_command(verdict, *worst, verdict.base.sha),) if worst else ()
+    show = (show_command(verdict, *worst, verdict.base.sha, results),) if worst else ()
     bless = bless_command(verdict, results, base, ranked, results_path)
     if verdict.verdict == "error":
         return NextStep("fix the error above, then run the check again")

@@ -518,7 +518,7 @@ def context(verdict: Verdict, results: Results | None, base: Baseline | None, *,
         + findings.holdout_flag(results)
         + (f" --base-ref {full_sha}" if full_sha else ""),
         # The next step may show an item already; the example is then not repeated.
-        "show": findings.show_command(verdict, *first_item, full_sha)
+        "show": findings.show_command(verdict, *first_item, full_sha, results)
         if first_item and not any(c.startswith("membench-gate show ") for c in step.commands)
         else None,
         "truncated": ran and level != "full",

@@ -156,7 +156,7 @@ def verdict_summary(verdict: Verdict, results: Results, base: object = None,
     steps = findings.alternatives(verdict, results)
     if flat and not any(c.startswith("membench-gate show ") for c in step.commands):
         steps = ["# what was asked, the gold and what came back for one item:",
-                 findings.show_command(verdict, *flat[0], info.sha), *steps]
+                 findings.show_command(verdict, *flat[0], info.sha, results), *steps]
     if steps:
         lines.append("  more:")
         lines += [f"    {line}" for line in steps]

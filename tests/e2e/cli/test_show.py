@@ -86,6 +86,31 @@ class Clock:
         return self.now
 
 
+def test_a_holdout_item_is_named_as_such_and_shown_with_include_holdout(repo: Path) -> None:
+    # probe-012 is held out of the built-in abstention fixtures: without the holdout it is in
+    # neither the run nor the results, and the error says how to see it.
+    done = run_cli("show", "abstention/default#probe-012", cwd=repo)
+    assert done.returncode == 4
+    assert done.stderr.strip().splitlines()[-1] == (
+        "membench-gate: error: show: 'probe-012' is a holdout item of abstention (run it with "
+        "--include-holdout)")
+    done = run_cli("show", "abstention/default#probe-012", "--results", "results.json", cwd=repo)
+    assert done.returncode == 4 and "these results were measured without it" in done.stderr
+    done = run_cli("show", "abstention/default#probe-012", "--include-holdout", "--jobs", "2",
+                   cwd=repo)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == "abstention/default#probe-012  (k = 5)"
+    assert lines[-2].startswith("head:       ")
+    sha = git(repo, "rev-parse", "HEAD")[:12]
+    assert lines[-1] == (f"base:       ABSENT (base {sha} (main): the item is not in its "
+                         "measurement (blessed without the holdout items))")
+    assert "worker 2: abstention" in done.stderr  # the run went to two adapter processes
+    # An item that is in no fixture at all is still the plain error, with its suggestion.
+    done = run_cli("show", "abstention/default#probe-999", cwd=repo)
+    assert done.returncode == 4 and "no item 'probe-999'" in done.stderr
+
+
 def test_progress_outside_a_terminal_is_a_line_per_suite_and_one_per_10s() -> None:
     out, clock = io.StringIO(), Clock()
     report = ProgressReporter(out, tty=False, clock=clock)

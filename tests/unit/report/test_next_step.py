@@ -233,3 +233,22 @@ def test_an_added_fixture_folder_is_called_what_it_is() -> None:
     assert markdown.splitlines()[2] == "**fixture folder team-probes added to abstention**"
     rows = [r[1] for r in parse(to_html(markdown)).tables[0][1:]]
     assert rows == ["fixture folder team-probes added to abstention"]
+
+
+def test_the_show_of_a_check_that_scored_the_holdout_carries_the_flag() -> None:
+    # The newly failing item may be held out: run as printed, `show` must score the holdout too
+    # (docs/gate.md, "One item"), in the comment's next step and in the console's.
+    base = _base()
+    head = run((0.507, 0.40, 0.10, -0.60), ["probe-007"])
+    holdout = head.model_copy(update={"config": {**CONFIG, "include_holdout": True}})
+    for results, flagged in ((head, False), (holdout, True)):
+        verdict = decide(base, base, results)
+        markdown = render(verdict, results, base)
+        shown = [shlex.split(line) for line in markdown.split("```sh\n")[1].split("```")[0]
+                 .splitlines() if line.startswith("membench-gate show ")]
+        console = [shlex.split(line.strip()) for line in
+                   verdict_summary(verdict, results, base).splitlines()
+                   if line.strip().startswith("membench-gate show ")]
+        assert shown and console
+        for command in shown + console:
+            assert ("--include-holdout" in command) is flagged, command
