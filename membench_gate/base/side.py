@@ -56,12 +56,22 @@ class BaseSide:
 
 
 def config_relpath(root: Path, config_arg: Path) -> str:
-    """The config path as given, relative to the repository root, without following a symlink
-    at its last component (``membench.toml -> bench/gate.toml`` stays ``membench.toml``)."""
+    """The config path as given, relative to the repository root, following no symlink inside
+    the repository (``membench.toml -> bench/gate.toml`` stays ``membench.toml``, and
+    ``gate/membench.toml`` stays that when ``gate`` links to another folder: the base is read
+    at the path as given, and CI refuses the link). Only the folders above the root may be
+    reached through a link (a working directory under ``/tmp -> /private/tmp``)."""
     given = Path(os.path.abspath(config_arg))
+    real_root = os.path.realpath(root)
+    # The outermost folder that is the root (by any path to it): a link inside the repository
+    # back to its root (``gate -> .``) is then a component of the path, not where it starts.
+    for above in reversed(given.parents):
+        if os.path.realpath(above) == real_root:
+            return given.relative_to(above).as_posix()
+    # Reached through a link from outside the repository: where it leads, inside it.
     parent = Path(os.path.realpath(given.parent))
     try:
-        rel = (parent / given.name).relative_to(Path(os.path.realpath(root)))
+        rel = (parent / given.name).relative_to(Path(real_root))
     except ValueError as exc:
         raise GateError(f"--config: {config_arg} is outside the git repository {root}") from exc
     return rel.as_posix()

@@ -171,6 +171,41 @@ def test_a_symlinked_config_is_an_error_in_ci_and_never_drops_the_base_floors(
     assert floor["key"] == "abstention/default:net_at_1" and "base config" in floor["detail"]
 
 
+@pytest.mark.parametrize("link", ["gate2", "."])
+def test_a_config_folder_behind_a_symlink_is_an_error_in_ci_and_keeps_the_base_gate(
+        tmp_path: Path, link: str) -> None:
+    """Issue seen: the base's gate at gate/membench.toml; the pull request moved gate/ to gate2/
+    (or its files to the root) and put a symlink gate -> gate2 (or gate -> .) in its place, with
+    a worse memory, no floors and a baseline of its own: the config's folder was resolved
+    through the link, the base read at gate2/membench.toml (or membench.toml), nothing found
+    there, and CI passed it as the gate's first baseline."""
+    seed = init(tmp_path / "seed")
+    commit(seed, "a memory gated from gate/", {
+        "README.md": "memory\n", **fixture_files(),
+        "gate/membench.toml": config_text(extra=FLOOR).replace('"fx"', '"../fx"')})
+    assert gate(seed, "bless", "--config", "gate/membench.toml").returncode == 0
+    commit(seed, "baseline", {})
+    work = pr_clone(bare_origin(seed), tmp_path / "work")
+    target = work / ("gate2" if link == "gate2" else "")
+    if link == "gate2":
+        git(work, "mv", "gate", "gate2")
+    else:
+        for name in ("membench.toml", "baselines"):
+            git(work, "mv", f"gate/{name}", name)
+    (target / "membench.toml").write_text(
+        config_text(tau=0.9).replace('"fx"', '"../fx"' if link == "gate2" else '"fx"'))
+    shutil.rmtree(work / "gate", ignore_errors=True)  # (the folders git mv left empty)
+    os.symlink(link, work / "gate")
+    commit(work, "move the gate behind a link, a worse memory, no floors", {})
+
+    result = check(work, "--config", "gate/membench.toml", ci=True)
+    result.assert_error("gate/membench.toml", "symlink gate")
+    local = check(work, "--config", "gate/membench.toml")  # read at the base at the path given
+    assert local.code == 1, local.stdout + local.stderr
+    assert local.verdict["mode"] != "bootstrap"
+    assert any(b["kind"] == "floor" for b in local.verdict["breaches"])
+
+
 # -- bootstrap only where the base has no gate at all --------------------------------------------
 
 def test_base_with_a_config_but_no_baseline_requires_a_bless_in_ci(tmp_path: Path) -> None:
