@@ -946,19 +946,22 @@ class Handshake:
                                     f"got {_short(result)}")
         if result.get("protocol") != PROTOCOL_VERSION:
             raise process.violation(where, "initialize", f"the adapter speaks protocol "
-                                    f"{_short(result.get('protocol'))}; this gate speaks "
-                                    f"{PROTOCOL_VERSION}")
+                                    f"{_short(result['protocol'])}; this gate speaks "
+                                    f"{PROTOCOL_VERSION}" if "protocol" in result else
+                                    f'initialize must answer "protocol": {PROTOCOL_VERSION}, '
+                                    'got no "protocol" at all')
         name = result.get("name")
         if not isinstance(name, str) or not name:
             raise process.violation(where, "initialize", "initialize must answer a non-empty "
-                                    f'string "name", got {_short(name)}')
+                                    f'string "name", got {_got(result, "name")}')
         caps = result.get("capabilities")
         if not isinstance(caps, dict) or any(
                 not isinstance(caps.get(flag, False), bool) for flag in CAPABILITY_FLAGS):
             raise process.violation(where, "initialize",
-                                    'capabilities must be {"push": bool, "write": bool} '
-                                    '(and optionally "workers": bool), got '
-                                    f"{_short(caps)}")
+                                    'capabilities must be an object of booleans, each '
+                                    'optional ({"push": bool, "write": bool, "workers": bool}; '
+                                    f'one left out is false, "workers" true), got '
+                                    f'{_got(result, "capabilities")}')
         return AdapterClient(process, name,
                              Capabilities(bool(caps.get("push")), bool(caps.get("write")),
                                           caps.get("workers", True) is not False))
@@ -1077,7 +1080,7 @@ class SuiteSession:
                                   f"\"abstain\": bool}}, got {_short(result)}")
         if not isinstance(result.get("abstain"), bool):
             raise self._violation("search", item, "abstain", f"abstain must be a boolean, got "
-                                  f"{_short(result.get('abstain'))}")
+                                  f"{_got(result, 'abstain')}")
         hits: list[Hit] = []
         previous = math.inf
         for raw in result["hits"]:
@@ -1095,7 +1098,7 @@ class SuiteSession:
             raise self._violation("search", item, "hit", f"a hit must be {{\"id\": str, \"score\": "
                                   f"number}}, got {_short(raw)}")
         score = raw.get("score")
-        problem = score_problem(score)
+        problem = score_problem(score) if "score" in raw else 'that is missing (no "score" at all)'
         if problem:
             raise self._violation("search", item, "hit", f"hit {raw['id']!r} has a score {problem}")
         for name in ("text", "entity"):
@@ -1132,6 +1135,11 @@ def _earlier(answered: Any, ident: int) -> str:
     if type(answered) is int and answered < ident:
         return " (an earlier request's id: was that request answered twice?)"
     return ""
+
+
+def _got(mapping: dict[str, Any], key: str) -> str:
+    """``mapping[key]`` for an error line, or that the key is missing (not ``null``)."""
+    return _short(mapping[key]) if key in mapping else f'no "{key}" at all'
 
 
 def _short(value: Any, limit: int = 120) -> str:

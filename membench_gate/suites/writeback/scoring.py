@@ -60,8 +60,9 @@ def _checked(answer: Answer, item: str) -> Answer:
     """The answer, each of whose hits must carry the text the memory wrote."""
     for hit in answer.hits:
         if hit.text is None:
-            raise GateError(f"adapter search() failed in suite writeback, item {item}: hit "
-                            f"{hit.id!r} has no text (the writeback suite reads what was written)")
+            raise GateError(f"adapter search() broke the protocol in suite writeback, item "
+                            f"{item}: hit {hit.id!r} has no text (docs/adapters.md: the "
+                            "writeback suite reads the text of every hit)")
     return answer
 
 

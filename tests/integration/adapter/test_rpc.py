@@ -144,6 +144,14 @@ for line in sys.stdin:
             del result["name"]
         if mode == "no-capabilities":
             del result["capabilities"]
+        if mode == "null-name":
+            result["name"] = None
+        if mode == "no-protocol":
+            del result["protocol"]
+        if mode == "no-abstain":
+            del result["abstain"]
+        if mode == "no-score":
+            result["hits"] = [{"id": ids[0]}]
     send({"jsonrpc": "2.0", "id": rid, "result": result})
     if method == trigger and mode == "twice":
         send({"jsonrpc": "2.0", "id": rid, "result": result})
@@ -291,8 +299,16 @@ def test_push_answers_are_checked(tmp_path: Path, mode: str, why: str) -> None:
 @pytest.mark.parametrize(("mode", "trigger", "why"), [
     ("exit-at-start", "initialize", "adapter initialize() failed: the adapter process ended"),
     ("wrong-protocol", "initialize", "speaks protocol 2"),
-    ("no-name", "initialize", 'initialize must answer a non-empty string "name", got null'),
-    ("no-capabilities", "initialize", 'capabilities must be {"push": bool, "write": bool}'),
+    # A key left out is said to be missing, not to be null (it was not sent as null).
+    ("no-name", "initialize",
+     'initialize must answer a non-empty string "name", got no "name" at all'),
+    ("null-name", "initialize", 'initialize must answer a non-empty string "name", got null'),
+    ("no-protocol", "initialize", 'initialize must answer "protocol": 1, got no "protocol"'),
+    ("no-capabilities", "initialize", 'capabilities must be an object of booleans, each '
+     'optional ({"push": bool, "write": bool, "workers": bool}; one left out is false, '
+     '"workers" true), got no "capabilities" at all'),
+    ("no-abstain", "search", 'abstain must be a boolean, got no "abstain" at all'),
+    ("no-score", "search", 'has a score that is missing (no "score" at all)'),
     ("crash", "ingest", "adapter ingest() failed in suite abstention"),
     ("crash", "reset", "adapter reset() failed in suite abstention"),
 ])
