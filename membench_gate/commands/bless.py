@@ -133,6 +133,9 @@ def bless(config_path: Path, context: Context, *, justification: str | None = No
     if committed is not None and not committed.same_content(blessed):
         print("  it replaces a committed baseline that did not match this run"
               + differing(committed, blessed))
+    if justification is not None and not keys:
+        print("  note: nothing needed a justification: it is recorded with no breaches, and "
+              "justifies none later (a check notes it and ignores it)")
     return ExitCode.PASS
 
 

@@ -46,6 +46,9 @@ class SelftestReport(BaseModel):
     # The blind metrics the unmutated run already scores at their worst value: no run can do
     # worse, so no mutant can breach them until the memory scores above it.
     at_worst: list[str] = []
+    # The blind source-isolation metrics whose fixtures seed nothing of another source: no
+    # answer can break isolation there (an id of another source would be one never ingested).
+    nothing_foreign: list[str] = []
     metrics: dict[str, list[str]]  # cell:metric -> mutants that breach it
     kinds: dict[str, str]  # cell:metric -> gated | zero
     unmutated_breaches: list[str] = []

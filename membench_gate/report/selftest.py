@@ -28,7 +28,10 @@ def render_table(report: SelftestReport) -> str:
     for key, names in report.metrics.items():
         shown = ", ".join(names) if names else (
             "BLIND — already at its worst value in the unmutated run: no run can score worse"
-            if key in report.at_worst else "BLIND — no mutant breaches it")
+            if key in report.at_worst else
+            "BLIND — its fixtures seed nothing of another source: no answer can break "
+            "isolation (a page of another source in them measures it)"
+            if key in report.nothing_foreign else "BLIND — no mutant breaches it")
         lines.append(f"{key:<{key_width}}  {report.kinds[key]:<5}  {shown}")
     if report.unmutated_breaches:
         lines.append("")
@@ -86,4 +89,5 @@ def sensitivity_markdown(report: SelftestReport, listed: bool = True) -> str:
     return env.get_template("selftest.md.j2").render(
         covered=report.covered, total=report.total, mutants=len(report.mutants), listed=listed,
         blind=[escape_md(key) for key in report.blind],
-        at_worst=[escape_md(key) for key in report.at_worst])
+        at_worst=[escape_md(key) for key in report.at_worst],
+        nothing_foreign=[escape_md(key) for key in report.nothing_foreign])

@@ -85,8 +85,14 @@ def selftest(config: Config, mutants: Sequence[type[Mutant]] = MUTANTS,
     cancel: Callable[[], None] = lambda: None  # noqa: E731
     with sharing(config.workers):  # the slots' processes share the CPUs
         try:
-            outcomes, cancel = _runs(config, mutants, log, kept)
+            # The fixtures are read and validated once, before any run: every run measures with
+            # the same items (a run never changes them), and a corpus of 100,000 turns takes
+            # seconds to load.
+            loaded = load_fixtures(config)
+            outcomes, cancel = _runs(config, mutants, log, kept, loaded)
             report = _judged(outcomes, mutants, alpha)
+            unbreakable = _isolation_unbreakable(loaded[1], report.blind)
+            report.nothing_foreign = [key for key in report.blind if key in unbreakable]
         except BaseException:
             kept.close(ok=False)  # the runs in flight see their adapters end; none starts
             cancel()  # the runs not begun never start, those in flight end first
@@ -126,7 +132,31 @@ def _judged(outcomes: Sequence[Callable[[], Baseline]], mutants: Sequence[type[M
                           null=null_comparisons(base, runs, alpha))
 
 
-def _runs(config: Config, mutants: Sequence[type[Mutant]], log: bool, kept: Kept | None
+def _isolation_unbreakable(loaded: dict[str, SuiteFixtures], keys: Sequence[str]) -> set[str]:
+    """Those of ``keys`` that count injected ids of another source in a cell whose fixtures seed
+    no page of another source at all: there, an id of another source is one never ingested, so
+    no answer can break isolation (push: no conversation holds a page of another source than its
+    own; writeback continuity: no pair does)."""
+    found = set()
+    for key in keys:
+        cell, _, name = key.rpartition(":")
+        suite = cell.split("/")[-2] if cell.count("/") >= 1 else ""
+        fixtures = loaded.get(suite)
+        if name != "source_isolation_violations" or fixtures is None:
+            continue
+        if suite == "push":
+            owners = [(c.source, c.pages) for c in getattr(fixtures, "conversations", [])]
+        elif suite == "writeback" and cell.endswith("/continuity"):
+            owners = [(p.source, p.pages) for p in getattr(fixtures, "pairs", [])]
+        else:
+            continue
+        if not any(page.source != source for source, pages in owners for page in pages):
+            found.add(key)
+    return found
+
+
+def _runs(config: Config, mutants: Sequence[type[Mutant]], log: bool, kept: Kept | None,
+          loaded: tuple[str, dict[str, SuiteFixtures]]
           ) -> tuple[list[Callable[[], Baseline]], Callable[[], None]]:
     """The unmutated run, then each mutant's, as calls giving its baseline (or raising its
     error), and what cancels the runs not begun: one after the other with one worker;
@@ -134,9 +164,6 @@ def _runs(config: Config, mutants: Sequence[type[Mutant]], log: bool, kept: Kept
     (in every worker) showed that the adapter allows several processes
     (``capabilities.workers``)."""
     total = len(mutants)
-    # The fixtures are read and validated once, before any run: every run measures with the same
-    # items (a run never changes them), and a corpus of 100,000 turns takes seconds to load.
-    loaded = load_fixtures(config)
     if config.workers == 1:
         return [partial(_one, config, wrap, position, total, log, None, loaded, kept)
                 for position, wrap in enumerate([None, *mutants])], lambda: None

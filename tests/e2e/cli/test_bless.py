@@ -125,6 +125,22 @@ def test_a_first_baseline_says_so_in_words(tmp_path: Path) -> None:
     assert "0 breaches" not in done.stdout
 
 
+def test_a_justification_with_nothing_to_justify_is_said_so(tmp_path: Path) -> None:
+    from tests.support.gitrepos import init
+
+    repo = init(tmp_path / "repo")
+    (repo / "membench.toml").write_text(config_text(), encoding="utf-8")
+    done = run_cli("bless", "--justification", "short", cwd=repo)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[1:] == [
+        "  note: nothing needed a justification: it is recorded with no breaches, and justifies "
+        "none later (a check notes it and ignores it)"]
+    recorded = json.loads((repo / "baselines/main.json").read_text())["justification"]
+    assert recorded == {"text": "short", "breaches": []}
+    # Without the flag, nothing to note: the plain line alone.
+    assert run_cli("bless", cwd=repo).stdout.count("\n") == 1
+
+
 def test_bless_repairs_a_broken_committed_baseline(make_repo: Callable[..., Path]) -> None:
     repo = make_repo()
     assert run_cli("bless", cwd=repo).returncode == 0

@@ -18,6 +18,7 @@ from membench_gate.run.runner import run
 from membench_gate.selftest.mutants import MUTANTS, Mutant
 from tests.support.cli import run_cli
 from tests.support.configs import write_adapter_config
+from tests.support.paths import REPO
 
 # selftest runs the suites once per mutant.
 pytestmark = pytest.mark.slow
@@ -128,6 +129,42 @@ def test_a_metric_already_at_its_worst_is_named_as_such(tmp_path: Path) -> None:
     assert "BLIND — already at its worst value" in proc.stdout
     line = sensitivity_markdown(read_report(tmp_path / "st.json"))
     assert "Already at their worst value: veto/files\\_known:veto\\_recall\\_at\\_k" in line
+
+
+def test_isolation_no_answer_can_break_is_named_as_such(tmp_path: Path) -> None:
+    # The built-in push conversations without their pages of another source: an injected id of
+    # another source would be one never ingested, so inject-foreign-source has nothing to add.
+    # The metric is still blind (exit 1), and the report says why, in the table and the comment.
+    folder = tmp_path / "own" / "conversations"
+    folder.mkdir(parents=True)
+    for path in sorted((REPO / "fixtures" / "push" / "conversations").glob("*.json")):
+        conversation = json.loads(path.read_text(encoding="utf-8"))
+        conversation["pages"] = [page for page in conversation["pages"]
+                                 if page.get("source", "default") == conversation["source"]]
+        (folder / path.name).write_text(json.dumps(conversation), encoding="utf-8")
+    (tmp_path / "membench.toml").write_text(
+        '[suites.push]\nfixtures = ["own"]\n', encoding="utf-8")
+    proc = run_cli("selftest", "--mutant", "inject-foreign-source", "--json",
+                   tmp_path / "st.json", cwd=tmp_path)
+    assert proc.returncode == 1, proc.stderr
+    data = json.loads((tmp_path / "st.json").read_text(encoding="utf-8"))
+    isolation = ["push/know_to_ask:source_isolation_violations",
+                 "push/push:source_isolation_violations"]
+    assert data["nothing_foreign"] == isolation and set(isolation) <= set(data["blind"])
+    assert "push/push:push_recall" in data["blind"]  # blind too, for the usual reason
+    assert "push/push:push_recall" not in data["nothing_foreign"]
+    rows = {line.split()[0]: line for line in proc.stdout.splitlines() if line.startswith("push/")}
+    assert "BLIND — its fixtures seed nothing of another source" in rows[isolation[1]]
+    assert rows["push/push:push_recall"].endswith("BLIND — no mutant breaches it")
+    line = sensitivity_markdown(read_report(tmp_path / "st.json"))
+    assert "Nothing of another source in the fixtures of push/know\\_to\\_ask:" in line
+    # With the built-in fixtures (pages of other sources), the same mutant breaches it.
+    (tmp_path / "membench.toml").write_text(
+        '[suites.push]\nfixtures = ["builtin"]\n', encoding="utf-8")
+    proc = run_cli("selftest", "--mutant", "inject-foreign-source", "--json",
+                   tmp_path / "st.json", cwd=tmp_path)
+    data = json.loads((tmp_path / "st.json").read_text(encoding="utf-8"))
+    assert data["nothing_foreign"] == [] and not set(isolation) & set(data["blind"])
 
 
 def test_unknown_mutant_is_an_error_and_leaves_no_stale_file(tmp_path: Path) -> None:
