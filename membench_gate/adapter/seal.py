@@ -340,6 +340,7 @@ class _State:
     reason: str
     live: int = 0  # sealed processes started and not yet released
     used: bool = False  # a sealed process was started: the last release sweeps
+    required: bool = False  # --seal or MEMBENCH_SEAL=required: nothing unsealed may count
 
 
 _state: _State | None = None
@@ -369,7 +370,8 @@ def establish(required: bool = False, env: Mapping[str, str] | None = None) -> I
         # Off on purpose: the memory's interpreter still serves, as the gate's own user, from the
         # checkout itself.
         sandbox = Sandbox(sandbox.root, False, reason, sandbox.checkout, sandbox.venv)
-    _state = _State(sandbox, "unsealed" if reason else "sealed", reason)
+    _state = _State(sandbox, "unsealed" if reason else "sealed", reason,
+                    required=mode == "required")
     return _state.isolation
 
 
@@ -424,6 +426,22 @@ def worker_tmp(number: int) -> tuple[Path, bool]:
 def current() -> Sandbox | None:
     """The sandbox the pull request's code runs in (sealed or not), once :func:`establish`ed."""
     return _state.sandbox if _state is not None else None
+
+
+def measured_isolation(results: Any, label: str) -> Isolation | None:
+    """The isolation of a verdict on a results file from an earlier run (``check --results``):
+    sealed only if that run said it was (``receipt.isolation``; merged: every shard) and this
+    process is too (the base's invariant suites run here). With ``--seal`` (or
+    ``MEMBENCH_SEAL=required``) a file measured unsealed is a :class:`GateError`."""
+    here = isolation()
+    said = getattr(results.receipt, "isolation", None)
+    if said != "sealed" and _state is not None and _state.required:
+        raise GateError(f"cannot seal: {label} was not measured sealed (receipt.isolation "
+                        f"{said or 'not recorded'}): run its shards with --seal in a prepared "
+                        "sandbox (docs/shards.md)")
+    if here is None:
+        return None
+    return "sealed" if here == "sealed" and said == "sealed" else "unsealed"
 
 
 def isolation() -> Isolation | None:

@@ -204,6 +204,29 @@ def _closed_on_the_way(path: Path) -> Path | None:
     return None if os.stat(path).st_mode & 0o001 else path
 
 
+def _create_user(name: str, shell: str, how: Privilege, attempts: int = 5) -> None:
+    """``useradd`` the sandbox user. Jobs preparing at once on one machine (a matrix on a
+    self-hosted runner) race for it: one creates it, the others find it made, or retry while
+    ``/etc/passwd`` is locked."""
+    import pwd
+    import time
+
+    for attempt in range(attempts):
+        try:
+            _run(how.root_argv(["useradd", "--system", "--user-group", "--no-create-home",
+                                "--home-dir", "/nonexistent", "--shell", shell, name]),
+                 f"create the sandbox user {name}")
+            return
+        except GateError:
+            try:
+                pwd.getpwnam(name)
+                return  # made by another job meanwhile
+            except KeyError:
+                if attempt == attempts - 1:
+                    raise
+            time.sleep(0.2 * (attempt + 1))
+
+
 def _sandbox_user(name: str, how: Privilege) -> str:
     """The sandbox user, created when missing: a system user with its own group, no home, no
     login shell. An existing one must be unprivileged."""
@@ -217,9 +240,7 @@ def _sandbox_user(name: str, how: Privilege) -> str:
     except KeyError:
         shell = next((s for s in ("/usr/sbin/nologin", "/sbin/nologin") if os.path.exists(s)),
                      "/bin/false")
-        _run(how.root_argv(["useradd", "--system", "--user-group", "--no-create-home",
-                            "--home-dir", "/nonexistent", "--shell", shell, name]),
-             f"create the sandbox user {name}")
+        _create_user(name, shell, how)
         entry = pwd.getpwnam(name)
     if entry.pw_uid in (0, os.getuid()):
         raise CannotSeal(f"the sandbox user {name} is uid {entry.pw_uid}: not another user")

@@ -121,6 +121,7 @@ def read_inputs(config: Config, context: Context, config_path: Path, base_ref: s
     reasons: list[str] = []
     if results_path is not None:
         results, reasons = read_results(results_path, config)
+        seal.measured_isolation(results, str(results_path))  # (--seal: refused if unsealed)
         if context.ci:
             reasons = _foreign_commit(results, config) + reasons
         head_hash, measured = results.fixtures_hash, measured_in(results)
@@ -282,7 +283,8 @@ def _compare(config: Config, context: Context, config_path: Path, actual: Result
         verdict.mode = None
     verdict.base = base.info
     verdict.config = str(config_path)
-    verdict.isolation = seal.isolation()
+    verdict.isolation = seal.isolation() if inputs.results is None else \
+        seal.measured_isolation(inputs.results, "the results file")
     return verdict
 
 

@@ -8,7 +8,7 @@ machine, so a baseline diff in a pull request shows only what really changed.
 from __future__ import annotations
 
 import math
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from pydantic import (
     BaseModel,
@@ -177,6 +177,9 @@ class Receipt(BaseModel):
     adapter: str | None = None
     shard: str | None = None  # "I/N" for one shard of a run (run --shard); merge clears it
     merged_shards: int | None = None  # how many shards ``merge`` put together
+    # "sealed" or "unsealed": how the pull request's code ran for this run (merged: "sealed"
+    # only when every shard was); what ``check --results`` reports as the verdict's isolation.
+    isolation: Literal["sealed", "unsealed"] | None = None
 
 
 class Results(Baseline):

@@ -151,6 +151,7 @@ def _receipt(parts: Sequence[Results], count: int) -> Receipt:
     started = [p.receipt.started_at for p in parts if p.receipt.started_at]
     durations = [p.receipt.duration for p in parts if p.receipt.duration is not None]
     adapters = {p.receipt.adapter for p in parts}
+    isolations = {p.receipt.isolation for p in parts}
     return Receipt(
         tool_version=__version__,
         git_sha=parts[0].receipt.git_sha,
@@ -158,4 +159,7 @@ def _receipt(parts: Sequence[Results], count: int) -> Receipt:
         duration=max(durations) if durations else None,
         adapter=adapters.pop() if len(adapters) == 1 else None,
         merged_shards=count,
+        # sealed only if every shard was: one unsealed shard's answers could be anything
+        isolation="sealed" if isolations == {"sealed"} else
+        "unsealed" if isolations - {None} else None,
     )

@@ -274,6 +274,8 @@ def run(config: Config, progress: Progress | None = None,
         if early is not None:  # (an input that was not valid: it never served a request)
             early.kill()
         git_sha = sha() if sha is not None else None
+    from membench_gate.adapter import seal
+
     return Results(
         schema_version=SCHEMA_VERSION,
         fixtures_hash=digest,
@@ -288,6 +290,7 @@ def run(config: Config, progress: Progress | None = None,
             "duration": time.perf_counter() - clock,
             "adapter": ", ".join(names),
             "shard": str(shard) if shard else None,
+            "isolation": seal.isolation(),
             **({"live": llm.receipt()} if llm is not None else {}),
         },
         items=items,

@@ -205,11 +205,13 @@ def read_log(lines: list[str]) -> list[dict[str, Any]]:
 
 def run_offline(act: Path, repo: Path, event: Path, workflow: str, fake: FakeServer, work: Path,
                 local: Mapping[str, Path], env: Mapping[str, str],
-                secrets: Mapping[str, str] | None = None,
+                secrets: Mapping[str, str] | None = None, serial: bool = False,
                 ) -> tuple[int, list[dict[str, Any]], list[str]]:
-    """``act pull_request`` on ``workflow`` in ``repo`` (:func:`offline_args`). Returns the exit
-    code, act's JSON log entries and every line it printed."""
+    """``act pull_request`` on ``workflow`` in ``repo`` (:func:`offline_args`); ``serial``: one job
+    at a time. Returns the exit code, act's JSON log entries and every line it printed."""
     args = offline_args(act, event, workflow, fake, work, local, env, secrets)
+    if serial:
+        args += ["--concurrent-jobs", "1"]
     done = subprocess.run(args, cwd=repo, capture_output=True, text=True, timeout=900, check=False,
                           env=clean_env({
                               # The runner's python3 is the one running these tests.

@@ -316,6 +316,26 @@ def test_check_gates_merged_shards_and_refuses_a_part(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stdout + done.stderr
     assert "PASS" in done.stdout
 
+    # Isolation is what the shards' runs said: a part that claims "sealed" beside an unsealed
+    # one merges to unsealed, and a check in CI reports the file's, not its own process's.
+    part = json.loads((repo / "part-1.json").read_text(encoding="utf-8"))
+    assert part["receipt"]["isolation"] == "unsealed"  # (a local run)
+    part["receipt"]["isolation"] = "sealed"
+    (repo / "sealed-1.json").write_text(json.dumps(part), encoding="utf-8")
+    done = run_cli("merge", "sealed-1.json", "part-2.json", "--out", "mixed.json", cwd=repo)
+    assert done.returncode == 0, done.stderr
+    assert json.loads((repo / "mixed.json").read_text())["receipt"]["isolation"] == "unsealed"
+    part2 = json.loads((repo / "part-2.json").read_text(encoding="utf-8"))
+    part2["receipt"]["isolation"] = "sealed"
+    (repo / "sealed-2.json").write_text(json.dumps(part2), encoding="utf-8")
+    done = run_cli("merge", "sealed-1.json", "sealed-2.json", "--out", "sealed.json", cwd=repo)
+    assert json.loads((repo / "sealed.json").read_text())["receipt"]["isolation"] == "sealed"
+    for name in ("mixed.json", "sealed.json"):  # this check's process is unsealed: so is its verdict
+        done = run_cli("check", "--results", name, "--base-ref", "HEAD", "--json", "v.json",
+                       cwd=repo, env={"CI": "true"})
+        assert done.returncode == 0, done.stderr
+        assert json.loads((repo / "v.json").read_text())["isolation"] == "unsealed", name
+
     done = run_cli("check", "--results", "part-1.json", "--base-ref", "HEAD", cwd=repo)
     assert done.returncode == 4
     assert done.stderr.strip().splitlines() == [
