@@ -77,15 +77,26 @@ def signals_deferred() -> Iterator[None]:
             saved[signum](signum, frame)
 
 
-def joined(thread: threading.Thread) -> None:
-    """``thread.join()``, in steps of :data:`WAIT_S`, so a signal's handler runs meanwhile."""
+def joined(thread: threading.Thread, step: float = WAIT_S) -> None:
+    """``thread.join()``, in steps of ``step``, so a signal's handler runs between them — never
+    inside one: each step holds the signals back (:func:`signals_deferred`)."""
     while thread.is_alive():
-        thread.join(WAIT_S)
+        with signals_deferred():
+            thread.join(step)
 
 
 def awaited(future: Future[T]) -> T:
     """``future.result()``, waited for in steps of :data:`WAIT_S`, so a signal's handler runs
-    meanwhile."""
-    while not _wait([future], timeout=WAIT_S).done:
-        pass
+    between them. Never inside one: a step takes the future's lock (``concurrent.futures.wait``
+    acquires it in a loop of Python code), and a signal's exception raised just after it was
+    taken left it held by the main thread — the thread finishing the run then waited for it
+    forever to set the result, and a terminated selftest for that thread."""
+    while True:
+        with signals_deferred():
+            if _wait([future], timeout=WAIT_S).done:
+                break
+    with signals_deferred():
+        failed = future.exception()
+    if failed is not None:
+        raise failed
     return future.result()

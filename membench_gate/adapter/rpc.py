@@ -60,6 +60,7 @@ from membench_gate.adapter.types import (
 )
 from membench_gate.errors import GateError, visible
 from membench_gate.files import MAX_MAGNITUDE
+from membench_gate.process import joined
 
 STDERR_LINES = 50
 STDERR_LINE_CHARS = 2000
@@ -813,7 +814,7 @@ def reap(key: object = None, every: bool = True) -> None:
         if not pending:
             return
         for thread in pending:
-            thread.join(0.2)  # a signal reaches the main thread meanwhile
+            joined(thread, 0.2)  # a signal reaches the main thread between the steps
 
 
 def _excerpt(line: bytes) -> str:

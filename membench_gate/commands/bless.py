@@ -19,11 +19,10 @@ from membench_gate.commands.compare import read_committed, read_results
 from membench_gate.config import Config, alpha_of, load_config
 from membench_gate.errors import ExitCode, GateError, describe
 from membench_gate.files import write_atomic
-from membench_gate.gate.justify import check_justification
+from membench_gate.gate.justify import DRAFT_REASON, check_justification, holds_draft
 from membench_gate.gate.rules import HARD_KINDS, breach_keys, decide, differing, floors_of
 from membench_gate.model.results import Baseline, Justification, Results, dumps_baseline
 from membench_gate.model.verdict import BaseInfo, JustificationResult
-from membench_gate.report.findings import DRAFT_REASON
 from membench_gate.report.summary import verdict_summary
 from membench_gate.run.invariants import measured_by, measured_in, prepare
 from membench_gate.run.runner import progress_reporter, run
@@ -109,7 +108,7 @@ def bless(config_path: Path, context: Context, *, justification: str | None = No
     if text is None and committed is not None and committed.justification is not None \
             and sorted(committed.justification.breaches) == keys:
         text = committed.justification.text  # re-running bless keeps the recorded reason
-    if text is not None and DRAFT_REASON in text:
+    if text is not None and holds_draft(text):
         raise GateError(f"bless refused: replace {DRAFT_REASON} in the justification with the "
                         "reason for these changes", exit_code=ExitCode.REGRESSION)
     recorded = None

@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from membench_gate.gate.justify import DRAFT_REASON
 from membench_gate.gate.rules import HARD_KINDS, NO_BASE_BASELINE, unmeasured
 from membench_gate.model import cells as cell_names
 from membench_gate.model import metrics
@@ -519,11 +520,8 @@ def show_command(verdict: Verdict, cell: str, item: str, base_sha: str | None = 
             f"{holdout_flag(results)}{base}")
 
 
-# Left in a justification, bless refuses it: the command is printed ready to run once the reason
-# is written, and never blesses as printed.
-DRAFT_REASON = "<write the reason here>"
-
-
+# DRAFT_REASON, left in a justification, is refused (bless, and rule 8): the command is printed
+# ready to run once the reason is written, and never blesses as printed.
 def justification_draft(verdict: Verdict, results: Results | None,
                         base: Baseline | None, ranked: list[Ranked] | None = None) -> str:
     """A justification to complete: every breached metric or cell named (the check requires

@@ -74,8 +74,10 @@ def assert_error_verdict(path: Path) -> None:
 
 
 def start_cli(*args: str, cwd: Path) -> subprocess.Popen[str]:
-    """The CLI in the background, its output piped, SIGTERM at its default (as a runner's)."""
-    return subprocess.Popen([sys.executable, "-m", "membench_gate", *args], cwd=cwd, env=cli_env(),
+    """The CLI in the background, its output piped, SIGTERM at its default (as a runner's).
+    Python's fault handler is on, so a gate that hangs can be made to show where (:func:`terminate`)."""
+    return subprocess.Popen([sys.executable, "-m", "membench_gate", *args], cwd=cwd,
+                            env=cli_env({"PYTHONFAULTHANDLER": "1"}),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             preexec_fn=lambda: signal.signal(signal.SIGTERM, signal.SIG_DFL))
 
@@ -85,7 +87,13 @@ def terminate(gate: subprocess.Popen[str], within: float) -> str:
     (exit 4, the one error line). Its stderr."""
     started = time.monotonic()
     gate.send_signal(signal.SIGTERM)
-    _, stderr = gate.communicate(timeout=60)
+    try:
+        _, stderr = gate.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        # Hung: SIGABRT makes the fault handler print every thread's stack before it dies.
+        gate.send_signal(signal.SIGABRT)
+        _, stderr = gate.communicate(timeout=30)
+        raise AssertionError(f"the gate did not end 60 s after SIGTERM:\n{stderr}") from None
     assert gate.returncode == 4, stderr
     assert "membench-gate: error: terminated (SIGTERM)" in stderr
     assert time.monotonic() - started < within

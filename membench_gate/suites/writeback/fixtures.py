@@ -198,11 +198,19 @@ def validate(fx: Fixtures, include_holdout: bool) -> None:
                    **({"category": session.category} if session.category is not None else {}),
                    **({"pages": pages} if pages else {})}
         if include_holdout or not session.holdout:
+            # A gold fact takes the best hit that no earlier scored fact of its session took, so
+            # its outcome depends on those facts, in order: what each asks, and about whom, is in
+            # its digest, and reordering gold_facts changes every fact whose predecessors moved.
+            # (A first fact, a non-fact and a probe digest as they did before the order counted.)
+            before: list[dict[str, object]] = []
             for item in (*session.gold_facts, *session.non_facts, *session.probes):
                 if not include_holdout and (item.holdout or getattr(item, "turn", None) in held):
                     continue
-                fx.digests[f"{session.id}.{item.id}"] = digest({**context,
+                order = {"facts_before": before} if before and isinstance(item, GoldFact) else {}
+                fx.digests[f"{session.id}.{item.id}"] = digest({**context, **order,
                                                                  "item": _content(item)})
+                if isinstance(item, GoldFact):
+                    before.append({"keywords": item.keywords, "entity": item.entity})
     for pair in fx.pairs:
         _validate_pair(fx, pair, include_holdout)
     # Composite keys are unique across files too: "a" + "b.c" and "a.b" + "c" are one key, and

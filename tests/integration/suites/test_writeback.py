@@ -10,6 +10,8 @@ from typing import Any
 import pytest
 
 from membench_gate import Query, Session, Turn
+from membench_gate.gate.rules import decide
+from membench_gate.model.results import parse_results
 from membench_gate.reference import ReferenceMemory
 from membench_gate.reference.write import extract, sentences
 from membench_gate.suites.common.fixtures import keyword_in, load_suite
@@ -120,6 +122,39 @@ def test_holdout_sessions_are_not_written_unless_included(tmp_path: Path) -> Non
     assert {i for i in ids if i.startswith("wb-07")}
     assert not any(i.startswith("wb-07") for i in without["items"]["writeback/continuity"])
     assert without["fixtures_hash"] != with_all["fixtures_hash"]
+
+
+# One memory holds both "Lisbon" and "cat" and is the best hit for each; the other sentence holds
+# "Lisbon" only, from the turn the Lisbon fact is of.
+LISBON = {"id": "f1", "keywords": ["Lisbon"], "entity": "Ana", "turn": "t2"}
+CAT = {"id": "f2", "keywords": ["cat"], "entity": "Ana", "turn": "t1"}
+
+
+def _measured(folder: Path, facts: list[dict[str, Any]]) -> Any:
+    """The baseline of a run of the reference memory on one session with these gold facts."""
+    (folder / "fx" / "sessions").mkdir(parents=True)
+    (folder / "fx" / "sessions" / "s.json").write_text(json.dumps({
+        "id": "s", "source": "work", "gold_facts": facts, "turns": [
+            {"id": "t1", "speaker": "Ana", "text": "Ana moved to Lisbon and adopted a cat."},
+            {"id": "t2", "speaker": "Ana",
+             "text": "Ana says the rent for her flat in Lisbon went up again this spring."}]}),
+        encoding="utf-8")
+    run(config(folder, fixtures='"fx"'))
+    return parse_results((folder / "results.json").read_bytes(), "results.json").to_baseline()
+
+
+def test_reordering_gold_facts_is_an_item_change_not_a_silent_gain(tmp_path: Path) -> None:
+    """Issue seen: the greedy takes a session's facts in gold_facts order, so swapping two made
+    both pass, banked as a plain improvement; the items' digests ignored the order."""
+    base = _measured(tmp_path / "base", [LISBON, CAT])  # Lisbon takes the shared hit: both fail
+    head = _measured(tmp_path / "head", [CAT, LISBON])
+    assert base.cells["writeback/fidelity"].failed == ["s.f1", "s.f2"]
+    assert head.cells["writeback/fidelity"].failed == []
+    verdict = decide(base, head, head)
+    assert verdict.verdict == "regression"
+    assert sorted((b.kind, b.key, b.base, b.head) for b in verdict.breaches) == [
+        ("item-changed", "writeback/fidelity#s.f1", "fail", "pass"),
+        ("item-changed", "writeback/fidelity#s.f2", "fail", "pass")]
 
 
 def test_an_adapter_without_write_is_an_error_naming_the_suite(tmp_path: Path) -> None:

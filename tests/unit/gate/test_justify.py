@@ -123,6 +123,35 @@ def test_a_placeholder_behind_look_alikes_is_still_one() -> None:
     assert check_justification(text, KEYS).failed == "reads like a placeholder, not a reason"
 
 
+DRAFTED = "{}. Accepted changes: veto/files_known, we moved the ledger files out of the index"
+
+
+@pytest.mark.parametrize("draft", [
+    "<write the reason here>", "<Write The Reason Here>", "[write the reason here]",
+    "write   the reason\nhere", "(WRITE THE REASON HERE)", "<write teh reason here>",
+    "<wrıte the reasøn here>", "<write the re\u0430son here>", "w\u200brite the reason here",
+])
+def test_the_draft_bless_prints_is_a_placeholder_however_it_is_spelled(draft: str) -> None:
+    # Issue seen: "<write the reason here>. Accepted changes: …" has 6 words and 40 characters,
+    # so rule 8 passed it when it reached a baseline other than through bless.
+    assert check_justification(DRAFTED.format(draft), KEYS).failed == \
+        "reads like a placeholder, not a reason"
+    assert justify.holds_draft(DRAFTED.format(draft))
+
+
+def test_a_reason_written_in_place_of_the_draft_passes() -> None:
+    assert check_justification(DRAFTED.format("The ledger index was rebuilt"), KEYS).ok
+    assert not justify.holds_draft("we write down here the reason the ranking changed")
+
+
+@pytest.mark.parametrize(("text", "seen"), [
+    ("reas\u00f8n", "reason"), ("\u00e6on", "aeon"), ("stra\u00dfe", "strasse"),
+    ("\u0142edger", "ledger"), ("\u00d8ST", "ost"),
+])
+def test_latin_letters_nfkc_keeps_whole_fold_to_the_plain_ones(text: str, seen: str) -> None:
+    assert fold(text) == seen
+
+
 @pytest.mark.parametrize(("key", "subject"), [
     ("veto/files_known:mrr", ("veto/files_known", "mrr")),
     ("veto/files_known#scn-1", ("veto/files_known", "scn-1")),

@@ -332,6 +332,34 @@ def test_session_page_corpus_keys_are_unique_across_files(tmp_path: Path) -> Non
         _load_sessions(tmp_path, _session(pages=[PAGES[0], PAGES[0]]))
 
 
+# -- the gold-fact order -------------------------------------------------------------------------
+
+ORDERED = {
+    "turns": [{"id": "t1", "speaker": "Sam", "text": "Ola moved to Lisbon in May with a cat."}],
+    "gold_facts": [{"id": f"f{n}", "keywords": [word], "entity": "people/ola", "turn": "t1"}
+                   for n, word in enumerate(("Lisbon", "May", "cat"), 1)],
+    "probes": [{"id": "p1", "question": "Where does Ola live?", "keywords": ["Lisbon"]}],
+}
+
+
+def test_reordering_gold_facts_changes_the_digest_of_each_fact_it_moves(tmp_path: Path) -> None:
+    # The greedy takes the facts in gold_facts order, so the hits a fact may take depend on the
+    # facts before it: swapping f2 and f3 is an item change of both (gated as item-changed),
+    # not the same items scored anew. f1 and the probe have the same facts before them.
+    fx = _load_sessions(tmp_path, _session(**ORDERED))
+    f1, f2, f3 = ORDERED["gold_facts"]
+    swapped = _load_sessions(tmp_path, _session(**{**ORDERED, "gold_facts": [f1, f3, f2]}))
+    assert {key for key in fx.digests if swapped.digests[key] != fx.digests[key]} == \
+        {"s1.f2", "s1.f3"}
+    # A fact appended changes no fact before it; one held out is not scored, so takes no hit.
+    f4 = {**f1, "id": "f4", "keywords": ["moved"]}
+    assert _load_sessions(tmp_path, _session(**{**ORDERED, "gold_facts": [f1, f2, f3, f4]})) \
+        .digests.items() > fx.digests.items()
+    held = _session(**{**ORDERED, "gold_facts": [{**f4, "holdout": True}, f1, f2, f3]})
+    assert _load_sessions(tmp_path, held).digests == fx.digests
+    assert _load_sessions(tmp_path, held, holdout=True).digests["s1.f1"] != fx.digests["s1.f1"]
+
+
 def test_a_seeded_page_satisfies_no_fact_and_leaks_no_non_fact() -> None:
     page = hit("people/ola", "Ola moved to Lisbon", entity="people/ola", provenance={})
     written = hit("s/t1/1", "Ola moved to Lisbon", entity="people/ola")
