@@ -398,6 +398,9 @@ def _easing(base: Baseline, actual: Baseline, out: _Comparison) -> None:
                        f"easier: {shown}"))
 
 
+INCONCLUSIVE_HARD = "the breaches listed are this run's invariants and floors"
+
+
 def decide(
     base: Baseline | None,
     committed: Baseline | None,
@@ -430,6 +433,7 @@ def decide(
     significance level of the statistical gate of stochastic cells.
     """
     reasons = list(inconclusive)
+    hard = _invariants(actual, base, base_invariants) + _floors(actual, floors)
     if reasons:
         mode: Mode | None = None
         if base is None:
@@ -438,9 +442,11 @@ def decide(
             mode = "same-hash"
         else:
             mode = "corpus-bless"
-        return _finish("inconclusive", mode, notes=reasons)
+        # No comparison rests on these runs, but an invariant or a floor is this run's alone:
+        # one broken is said (and listed) however the comparison would have gone.
+        said = [f"{INCONCLUSIVE_HARD}: broken whatever the comparison would say"] if hard else []
+        return _finish("inconclusive", mode, breaches=hard, notes=reasons + said)
 
-    hard = _invariants(actual, base, base_invariants) + _floors(actual, floors)
     if allow_regression is not None and ci:
         return _finish("error", None, breaches=hard, notes=[
             "--allow-regression is local only and is refused when CI or GITHUB_ACTIONS is set"])

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from membench_gate.gate.rules import UNBANKED, Floor, decide, floors_of
+from membench_gate.gate.rules import INCONCLUSIVE_HARD, UNBANKED, Floor, decide, floors_of
 from membench_gate.model.results import Baseline, Cell, Justification
 
 GOOD_TEXT = ("veto/files_known recall dropped because scn-02 now needs the files of the "
@@ -294,7 +294,21 @@ def test_inconclusive_reasons_win() -> None:
     verdict = decide(base, base, make(cells=_leaky()),
                      inconclusive=["results.json was produced under another config"])
     assert (verdict.verdict, verdict.exit_code) == ("inconclusive", 3)
-    assert verdict.notes == ["results.json was produced under another config"]
+    assert verdict.notes[0] == "results.json was produced under another config"
+
+
+def test_an_inconclusive_verdict_still_lists_the_invariants_and_floors_this_run_breaks() -> None:
+    # Issue seen: a non-deterministic run that also leaked across sources said only that it was
+    # not deterministic; the leak is this run's whatever the comparison (rules 1-2).
+    floor = Floor("veto/files_known:veto_recall_at_k", 0.99, "base")
+    verdict = decide(make(), make(), make(cells=_leaky()), floors=[floor],
+                     inconclusive=["not deterministic: two runs of the same config differ"])
+    assert verdict.verdict == "inconclusive"
+    kinds = sorted((b.kind, b.key) for b in verdict.breaches)
+    assert [k for k, _ in kinds] == ["floor", "zero"], kinds
+    assert verdict.notes[1:] == [f"{INCONCLUSIVE_HARD}: broken whatever the comparison would say"]
+    clean = decide(make(), make(), make(), inconclusive=["x"])
+    assert (clean.breaches, clean.notes) == ([], ["x"])
 
 
 # -- committed baseline honesty (rule 6) ---------------------------------------------------------
