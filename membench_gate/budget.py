@@ -63,13 +63,25 @@ class Budget:
 
     def ran_out(self, method: str, suite: str | None, item: str | None) -> OutOfTime:
         """The ERROR of a wait for ``method`` that the budget cut short."""
-        place = ", ".join([*([f"suite {suite}"] if suite else []),
-                           *([f"item {item}"] if item else [])])
         unit = "minute" if self.minutes == 1 else "minutes"
+        seconds = f" ({self.minutes * 60:.3g} s)" if self.minutes < 1 else ""
         return OutOfTime(f"the {self.command}'s time budget of "
-                         f"{self.minutes:g} {unit} ran out"
-                         + (f" in {place}" if place else "")
-                         + f", waiting for adapter {method}() ({self.source})")
+                         f"{self.minutes:g} {unit}{seconds} ran out{place(suite, item)}"
+                         f", waiting for adapter {method}() ({self.source})")
+
+
+# Calls made outside a suite — doctor's probes of the protocol — name the checks they are of.
+NOT_SUITES = {"doctor": "doctor's checks"}
+
+
+def place(suite: str | None, item: str | None) -> str:
+    """Where an adapter call was, for an error line: `` in suite veto, item scn-01`` (or
+    `` in doctor's checks, query 5``); empty when neither is known."""
+    outside = suite in NOT_SUITES
+    parts = [NOT_SUITES[suite] if outside else f"suite {suite}"] if suite else []
+    if item:
+        parts.append(item if outside else f"item {item}")
+    return f" in {', '.join(parts)}" if parts else ""
 
 
 @dataclass

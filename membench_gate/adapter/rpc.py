@@ -239,10 +239,7 @@ class _Where:
     item: str | None = None
 
     def context(self) -> str:
-        parts = [f"suite {self.suite}"] if self.suite else []
-        if self.item:
-            parts.append(f"item {self.item}")
-        return f" in {', '.join(parts)}" if parts else ""
+        return budget.place(self.suite, self.item)
 
     def __str__(self) -> str:
         return f"adapter {self.method}() failed{self.context()}"

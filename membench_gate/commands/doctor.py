@@ -259,7 +259,7 @@ def _ids(client: rpc.AdapterClient, record: Record, label: str) -> list[str]:
     for hit in hits or ():  # a score no results file holds fails here as in a run
         problem = rpc.score_problem(hit.get("score") if isinstance(hit, dict) else None)
         if problem:
-            raise GateError(f"adapter search() broke the protocol in suite {SUITE}: hit "
+            raise GateError(f"adapter search() broke the protocol{budget.place(SUITE, label)}: hit "
                             f"{hit.get('id') if isinstance(hit, dict) else hit!r} has a score "
                             f"{problem} ({rpc.RULES['hit']})")
     return [h["id"] for h in hits or () if isinstance(h, dict) and isinstance(h.get("id"), str)]

@@ -81,7 +81,7 @@ def test_check_stops_a_hanging_adapter_at_the_configs_budget(tmp_path: Path) -> 
     took = time.monotonic() - started
     assert done.returncode == 4, done.stderr
     [line, *_] = done.stderr.splitlines()
-    assert line.startswith("membench-gate: error: the check's time budget of 0.05 minutes ran "
+    assert line.startswith("membench-gate: error: the check's time budget of 0.05 minutes (3 s) ran "
                            "out in suite veto, item "), line
     assert line.endswith("waiting for adapter search() ([gate] budget_minutes)"), line
     assert "Traceback" not in done.stderr
@@ -95,7 +95,7 @@ def test_the_flag_stands_over_the_config(tmp_path: Path) -> None:
     repo = hanging_repo(tmp_path / "repo", "budget_minutes = 300\n")
     done = run_cli("run", "--budget-minutes", "0.02", cwd=repo, timeout=120)
     assert done.returncode == 4
-    assert "the run's time budget of 0.02 minutes ran out" in done.stderr
+    assert "the run's time budget of 0.02 minutes (1.2 s) ran out" in done.stderr
     assert "(--budget-minutes / the action's budget-minutes input)" in done.stderr
 
 
@@ -110,7 +110,7 @@ def test_within_the_budget_nothing_changes(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("timeout", "minutes", "code", "says"), [
-    (86400, "0.1", 4, "the selftest's time budget of 0.1 minutes ran out"),
+    (86400, "0.1", 4, "the selftest's time budget of 0.1 minutes (6 s) ran out"),
     # Control: a call's own timeout is the mutant's failure, recorded in the report.
     (1, "5", 1, "no answer within 1s"),
 ])
@@ -132,7 +132,7 @@ def test_doctor_out_of_time_is_an_error(tmp_path: Path) -> None:
     repo = hanging_repo(tmp_path / "repo")
     done = run_cli("doctor", "--budget-minutes", "0.03", cwd=repo, timeout=120)
     assert done.returncode == 4
-    assert "the doctor's time budget of 0.03 minutes ran out" in done.stderr
+    assert "the doctor's time budget of 0.03 minutes (1.8 s) ran out in doctor's checks, " in done.stderr
     assert "FAIL" not in done.stdout  # no check is blamed on the adapter for the lack of time
 
 

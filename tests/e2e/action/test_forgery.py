@@ -138,7 +138,7 @@ def test_a_silent_adapter_allowed_a_day_per_call_is_stopped_by_the_budget(
     took = time.monotonic() - started
     assert run.returncode == 4, run.log
     assert (run.outputs["verdict"], run.outputs["exit-code"]) == ("error", "4")
-    message = "the check's time budget of 0.05 minutes ran out in suite "
+    message = "the check's time budget of 0.05 minutes (3 s) ran out in suite "
     assert message in run.log and "--budget-minutes" in run.log
     assert message in run.summary
     # Every file the step leaves is the error verdict: no results of an unfinished run.
