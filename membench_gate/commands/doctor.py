@@ -242,7 +242,11 @@ def _determinism(adapter: _Adapter) -> Check:
     return Check(name, True, f"3 sessions, 2 processes, tie order included{note}")
 
 
-WORKERS_CHECK = "two workers do not see each other's records"
+def workers_check(count: int) -> str:
+    """The workers row, as many as it starts (``--jobs``; two at the least)."""
+    return f"{'two' if count <= 2 else count} workers do not see each other's records"
+
+
 # What a later worker ingests: a record of its own, which worker 1 must not see either.
 PROBE = Record("worker-probe", "The lighthouse keeper logs the fog horn tests in the blue "
                "binder every Tuesday.", source="payments")
@@ -272,13 +276,14 @@ def _workers_independent(config: Config) -> Check:
     from membench_gate.run.workers import Workers, _named
 
     count = max(2, config.workers)
+    name = workers_check(count)
     workers = Workers(config, range(1, count + 1), several=True)
     try:
         worker = workers.first
         try:
             first = worker.client
             if not first.capabilities.workers:
-                return Check(WORKERS_CHECK, None, "declares capabilities.workers: false: every "
+                return Check(name, None, "declares capabilities.workers: false: every "
                              "run uses one worker")
             workers.start_others()
             first.call("reset", {}, SUITE, None)
@@ -292,26 +297,26 @@ def _workers_independent(config: Config) -> Check:
                 answered = {i for r in PAYMENTS for i in _ids(client, r, r.id)} - {PROBE.id}
                 seen = sorted(answered & ingested)
                 if seen:
-                    return Check(WORKERS_CHECK, False, f"worker {worker.number} found "
+                    return Check(name, False, f"worker {worker.number} found "
                                  f"{', '.join(seen)}, which only worker 1 ingested: "
                                  f"{SHARED_ADVICE}")
                 unknown = sorted(answered - ingested)
                 if unknown:  # no worker ingested it: the contract's finding, not sharing's
-                    return Check(WORKERS_CHECK, False, f"worker {worker.number} answered "
+                    return Check(name, False, f"worker {worker.number} answered "
                                  f"{unknown[0]!r}, which no worker ingested (every hit must be a "
                                  "record ingested since the last reset)")
             worker = workers.first
             lost = [r.id for r in PAYMENTS if r.id not in _ids(first, r, r.id)]
             if lost:
-                return Check(WORKERS_CHECK, False, f"worker 1 no longer finds {lost[0]} after "
+                return Check(name, False, f"worker 1 no longer finds {lost[0]} after "
                              f"another worker's reset: {SHARED_ADVICE}")
             if PROBE.id in _ids(first, PROBE, PROBE.id):
-                return Check(WORKERS_CHECK, False, f"worker 1 found {PROBE.id}, which another "
+                return Check(name, False, f"worker 1 found {PROBE.id}, which another "
                              f"worker ingested: {SHARED_ADVICE}")
         except GateError as exc:  # a worker's crash, hang or broken answer: whose it was
             raise _named(worker, exc) from None
         workers.shutdown()
-        return Check(WORKERS_CHECK, True, f"{count} workers (MEMBENCH_WORKER 1-{count}), each "
+        return Check(name, True, f"{count} workers (MEMBENCH_WORKER 1-{count}), each "
                      "with its own store")
     finally:
         workers.kill()
@@ -346,7 +351,7 @@ def diagnose(config: Config) -> tuple[list[Check], dict[str, list[float]], str]:
             ("records of another source never returned",
              lambda: _source_isolation(adapter.session())),
             ("identical sessions give identical answers", lambda: _determinism(adapter)),
-            (WORKERS_CHECK, lambda: _workers_independent(config)),
+            (workers_check(max(2, config.workers)), lambda: _workers_independent(config)),
         ]
         for label, step in steps:
             try:

@@ -319,6 +319,9 @@ def test_doctor_checks_that_two_workers_do_not_share_a_store(tmp_path: Path) -> 
     assert shared.returncode == 1, shared.stdout + shared.stderr
     line = next(line for line in shared.stdout.splitlines() if "two workers" in line)
     assert line.lstrip().startswith("FAIL") and "workers = 1 is required" in line, line
+    three = run_cli("doctor", "--jobs", "3", cwd=tmp_path)  # the row says how many it started
+    line = next(line for line in three.stdout.splitlines() if "do not see each other" in line)
+    assert "3 workers do not see each other's records" in line and "two" not in line, line
     single = tmp_path / "single"
     write_config(single, SMALL, "adapters_for_tests:SingleStore", options=f'log = "{single}"')
     told = run_cli("doctor", cwd=single)
