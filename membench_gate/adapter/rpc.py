@@ -299,6 +299,7 @@ class AdapterProcess:
         self._dead = False
         self._killed = False
         self._exit_by: float | None = None  # set by shutdown: kill waits for the exit until then
+        self._who = ""  # whose process, in a warning of its way out ("worker 2: ")
         # Sealed (in CI), the adapter is the sandbox user's process, in the sealed copy; else the
         # gate's own user's, here. Either way on the memory's interpreter when one was prepared.
         sandbox = seal.current()
@@ -710,7 +711,7 @@ class AdapterProcess:
                 self.proc.stdin.close()
         except OSError:
             pass
-        self._dead, self._exit_by = True, time.monotonic() + SHUTDOWN_GRACE_S
+        self._dead, self._exit_by, self._who = True, time.monotonic() + SHUTDOWN_GRACE_S, who
         if wait:
             self.kill()
 
@@ -734,8 +735,13 @@ class AdapterProcess:
             return
         self._dead = True
         if self._exit_by is not None:
-            self._ended(max(0.0, self._exit_by - time.monotonic()))
+            lingered = self._ended(max(0.0, self._exit_by - time.monotonic())) is None
             self._exit_by = None
+            if lingered:  # answered shutdown, then did not exit: said, never silently killed
+                print(visible(f"membench-gate: warning: {self._who}the adapter answered shutdown "
+                              f"but had not exited {SHUTDOWN_GRACE_S:g} s later, so "
+                              "it was killed (a thread or child still running?); the run's "
+                              "results stand"), file=sys.stderr)
         # The whole process group, even when the adapter itself has ended: a child it started
         # (a server, a worker) must not outlive the run. The adapter is reaped only after this.
         try:
