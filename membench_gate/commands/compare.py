@@ -226,7 +226,7 @@ def check(config_path: Path, context: Context, *, base_ref: str | None = None,
         with fail_closed(str(config_path), {"--json": outputs.json, "--out": outputs.out,
                                             "--base-out": outputs.base_out,
                                             "--history-out": outputs.history_out},
-                         {"--report": outputs.report}, reads={"--results": results}):
+                         {"--report": outputs.report}, reads={"--results": results}) as known:
             config = load_config(config_path).with_holdout(include_holdout).with_workers(jobs)
             if allow_regression is not None and context.ci:
                 raise GateError("--allow-regression is local only: refused because CI or "
@@ -234,6 +234,7 @@ def check(config_path: Path, context: Context, *, base_ref: str | None = None,
             if allow_regression is not None and not allow_regression.strip():
                 raise GateError("--allow-regression needs a reason")
             inputs = read_inputs(config, context, config_path, base_ref, results, git)
+            known.base = inputs.base.info  # an adapter that fails now: checked against this base
             actual = _results(config, inputs, verify_determinism)
             if outputs.out is not None:  # with --results: the file checked, re-derived
                 write_atomic(outputs.out, dumps_results(actual))

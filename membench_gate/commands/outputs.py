@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -23,30 +24,40 @@ from membench_gate.defaults import BUILTIN, DEFAULT_BASELINE
 from membench_gate.errors import GateError
 
 if TYPE_CHECKING:
-    from membench_gate.model.verdict import Verdict
+    from membench_gate.model.verdict import BaseInfo, Verdict
 
 Named = Mapping[str, "Path | None"]  # a command's files by flag: {"--json": Path("v.json"), …}
 NONE: Named = MappingProxyType({})
 
 
+@dataclass
+class Known:
+    """What a failing command had found before it failed, for its error verdict: the base
+    commit, once resolved (a crash of the adapter then still says what it was checked against)."""
+
+    base: BaseInfo | None = None
+
+
 @contextlib.contextmanager
 def fail_closed(config: str | None, files: Named = NONE, reports: Named = NONE, *,
-                config_file: Path | None = None, reads: Named = NONE) -> Iterator[None]:
+                config_file: Path | None = None, reads: Named = NONE) -> Iterator[Known]:
     """Refuse outputs that clash (:func:`refuse_clashes`), then run the block; if either fails,
     write the error verdict of ``config`` (the ``--config`` it names, or None) over each of
     ``files`` (JSON) and ``reports`` (Markdown) that is given and is no input — the config file
     (``config_file``, by default ``config``), its baseline and fixtures, ``reads`` — and no
-    directory, then let the failure go on."""
+    directory, then let the failure go on. The block may record in the :class:`Known` it is
+    given what the error verdict can still say."""
     config_file = config_file if config_file is not None or config is None else Path(config)
+    known = Known()
     try:
         refuse_clashes({**files, **reports}, config_file, reads)
-        yield
+        yield known
     except BaseException as exc:
         from membench_gate.adapter import seal
         from membench_gate.model.verdict import error_verdict
 
         writable = _writable(config_file, reads)
-        replace_outputs(error_verdict(exc, config, seal.isolation()),
+        replace_outputs(error_verdict(exc, config, seal.isolation(), known.base),
                         [p for p in files.values() if writable(p)],
                         [p for p in reports.values() if writable(p)])
         raise

@@ -390,10 +390,12 @@ class Verdict(_Sparse):
 
 
 def error_verdict(exc: BaseException, config: str | None,
-                  isolation: Literal["sealed", "unsealed"] | None) -> Verdict:
+                  isolation: Literal["sealed", "unsealed"] | None,
+                  base: BaseInfo | None = None) -> Verdict:
     """The verdict of a command that could not compare: ERROR, or INCONCLUSIVE (exit 3) — what
-    every output file of a failed command is replaced by (``config``: its ``--config``)."""
+    every output file of a failed command is replaced by (``config``: its ``--config``;
+    ``base``: the base commit, when it was resolved before the failure)."""
     code = exit_code_of(exc)
     name = "inconclusive" if code == ExitCode.INCONCLUSIVE else "error"
     return Verdict(verdict=name, exit_code=code, mode=None, notes=[describe(exc)], config=config,
-                   isolation=isolation)
+                   isolation=isolation, **({"base": base} if base is not None else {}))

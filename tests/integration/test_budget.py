@@ -4,6 +4,7 @@ the budget, within it; the budget is never part of the measurement."""
 from __future__ import annotations
 
 import json
+import subprocess
 import time
 from pathlib import Path
 
@@ -87,6 +88,10 @@ def test_check_stops_a_hanging_adapter_at_the_configs_budget(tmp_path: Path) -> 
     assert "Traceback" not in done.stderr
     assert_error_verdict(outputs["verdict.json"])
     assert_error_verdict(outputs["results.json"])
+    # The base was resolved before the adapter ran: the error verdict still says what it is.
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True,
+                          check=True).stdout.strip()
+    assert json.loads(outputs["verdict.json"].read_text())["base"]["sha"] == head
     assert "time budget" in outputs["report.md"].read_text()
     assert took < 30  # the budget is 3 s; the adapter would sleep an hour, a call may take a day
 
