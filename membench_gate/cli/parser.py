@@ -81,7 +81,7 @@ COMMANDS: dict[str, Command] = {
                     "UNANSWERABLE.jsonl · longmemeval FILE · locomo FILE · brainbench DIR"),
     "selftest": Command("selftest:cmd_selftest", "prove every gated metric can fail: run mutants "
                                                  "of the adapter", (
-        *o.ADAPTER_RUN, o.JOBS, o.SELFTEST_JSON, o.MUTANT)),
+        *o.ADAPTER_RUN, o.JOBS, o.SELFTEST_JSON, o.MUTANT, o.INCLUDE_HOLDOUT)),
     "explain": Command("explain:cmd_explain", "the metric glossary", (o.METRIC, o.DEBUG.hidden())),
     "history": Command("history:cmd_history", "gated metrics across the blessed baselines in "
                                               "git (table; HTML charts)", (

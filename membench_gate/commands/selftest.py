@@ -29,7 +29,7 @@ def cmd_selftest(args: argparse.Namespace) -> int:
         if name not in known:
             raise GateError(f"--mutant {name}: unknown mutant (known: {', '.join(known)})")
     chosen = [known[n] for n in dict.fromkeys(args.mutant)] or list(known.values())
-    config = load_config(args.config).with_workers(args.jobs)
+    config = load_config(args.config).with_holdout(args.include_holdout).with_workers(args.jobs)
     report = selftest(config, chosen, alpha=alpha_of(config))
     if args.json:
         # No null comparisons (a deterministic config): the file reads as it always did.

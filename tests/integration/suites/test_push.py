@@ -15,6 +15,7 @@ import pytest
 from membench_gate.config import load_config
 from membench_gate.errors import GateError
 from membench_gate.run.runner import run
+from tests.support.cli import run_cli
 from tests.support.configs import write_json
 
 pytestmark = pytest.mark.slow
@@ -110,6 +111,17 @@ def test_a_held_out_conversation_is_never_sent_to_the_adapter(tmp_path: Path) ->
     results = run(load_config(node_config(folder, include_holdout=True)))
     assert "Zelda" in (folder / "log.jsonl").read_text()
     assert results.items["push/know_to_ask"]["secret.1"]["outcome"] == "pass"
+
+
+def test_selftest_scores_held_out_items_only_when_asked(tmp_path: Path) -> None:
+    # selftest takes --include-holdout as run, check and bless do: the same measurement.
+    for flag, sent in (((), False), (("--include-holdout",), True)):
+        folder = tmp_path / str(sent)
+        folder.mkdir()
+        node_config(folder)
+        done = run_cli("selftest", "--mutant", "inject-nothing", *flag, cwd=folder)
+        assert done.returncode in (0, 1), done.stdout + done.stderr
+        assert ("Zelda" in (folder / "log.jsonl").read_text()) is sent
 
 
 def test_only_user_turns_are_pushed_with_every_earlier_turn_as_context(tmp_path: Path) -> None:
