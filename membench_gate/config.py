@@ -574,8 +574,9 @@ def _check_seams(raw: dict[str, Any], label: str) -> None:
                             "names)")
 
 
-def load_config(path: Path) -> Config:
+def load_config(path: Path | str) -> Config:
     """Read ``membench.toml`` from disk."""
+    path = Path(path)
     text = read_text(path, str(path), "config file", hint=" (pass --config)")
     return parse_config(text, path.resolve(), label=str(path))
 

@@ -185,3 +185,12 @@ def test_repeats_without_scipy_is_one_line_naming_the_extra(monkeypatch: pytest.
     with pytest.raises(GateError, match=r'^membench.toml: \[suites.veto\] repeats: repeats need '
                                         r'scipy .*: pip install "membench-gate\[live\]"$'):
         stochastic.require("membench.toml: [suites.veto] repeats")
+
+
+def test_load_config_takes_a_path_or_a_string(tmp_path: Path) -> None:
+    from membench_gate.config import load_config
+
+    path = tmp_path / "membench.toml"
+    path.write_text('[suites.veto]\nfixtures = ["builtin"]\nk = 7\n', encoding="utf-8")
+    assert load_config(str(path)) == load_config(path)
+    assert load_config(str(path)).suites["veto"].k == 7
