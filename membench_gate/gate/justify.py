@@ -71,6 +71,35 @@ _FOLD.update({ord(k): v for k, v in {"ø": "o", "Ø": "O", "æ": "ae", "Æ": "AE
                                      "Œ": "OE", "ł": "l", "Ł": "L", "đ": "d", "Đ": "D",
                                      "ħ": "h", "Ħ": "H", "ŧ": "t", "Ŧ": "T"}.items()})
 _ASCII_WORD = re.compile("[a-z0-9]+")  # what isalnum() keeps of lowercased ASCII
+# Any other Latin letter is read as the plain one its name says it is — small capitals ("ʀ",
+# "ᴡ") and letters with a stroke, bar or hook ("ɇ", "ƀ") — and so are the e's that Unicode's
+# names do not call one (turned, open, epsilon, Ukrainian ie).
+_LATIN_NAME = re.compile(r"LATIN (?:(SMALL|CAPITAL) )?LETTER (?:SMALL CAPITAL )?([A-Z])"
+                         r"(?: WITH .+)?")
+_E_NAMES = {"LATIN SMALL LETTER TURNED E", "LATIN SMALL LETTER OPEN E",
+            "GREEK SMALL LETTER EPSILON", "CYRILLIC SMALL LETTER UKRAINIAN IE",
+            "LATIN CAPITAL LETTER TURNED E", "LATIN CAPITAL LETTER OPEN E",
+            "GREEK CAPITAL LETTER EPSILON", "CYRILLIC CAPITAL LETTER UKRAINIAN IE"}
+
+
+class _Folding(dict[int, str]):
+    """:data:`_FOLD`, and every other character looked up by its name on first use."""
+
+    def __missing__(self, code: int) -> str:
+        char = chr(code)
+        name = unicodedata.name(char, "") if code > 0x7F else ""
+        found = _LATIN_NAME.fullmatch(name)
+        if found:
+            letter = found[2] if found[1] == "CAPITAL" else found[2].lower()
+        elif name in _E_NAMES:
+            letter = "E" if "CAPITAL" in name else "e"
+        else:
+            letter = char
+        self[code] = letter
+        return letter
+
+
+_FOLD = _Folding(_FOLD)
 
 
 def fold(text: str) -> str:
@@ -166,13 +195,44 @@ def is_placeholder(text: str, names: set[str] | None = None) -> bool:
     return any(_fuzz().ratio(normalized, _norm(p)) >= _PLACEHOLDER_RATIO for p in PLACEHOLDERS)
 
 
+# Brackets a template's blank is set in ("<…>", "[…]", "‹…›", "⟨…⟩": Unicode's opening and
+# closing punctuation), and what else ends a phrase.
+_DRAFT_RATIO, _DRAFT_LOOSE_RATIO = 94, 85
+_SEPARATOR = re.compile(r"[^\w\s]|_")
+
+
+def _bracket(char: str, opening: bool) -> bool:
+    return char in ("<" if opening else ">") or \
+        unicodedata.category(char) in (("Ps", "Pi") if opening else ("Pe", "Pf"))
+
+
 def holds_draft(text: str) -> bool:
     """Does ``text`` still hold :data:`DRAFT_REASON` — in any case, spacing, brackets or
-    look-alikes, or a letter or two off ("<write teh reason here>")?"""
-    draft, said = _norm(DRAFT_REASON), _norm(text)
-    if draft in said:
+    look-alikes, or a letter or two off ("<write teh reason here>", "<write the real reason
+    here>" in brackets)? Its words in a row are the draft wherever they are; a phrase a little
+    off is, when it stands alone (between stops) or in brackets — never a sentence that only
+    holds words like them ("after the rewrite, the reason here is …")."""
+    draft_words = _norm(DRAFT_REASON).split()
+    words, count = _norm(text).split(), len(draft_words)
+    if any(words[i:i + count] == draft_words for i in range(len(words) - count + 1)):
         return True
-    return len(said) >= len(draft) and _fuzz().partial_ratio(draft, said) >= _MENTION_RATIO
+    draft, seen = "".join(draft_words), _as_seen(text)
+    bracketed: list[str] = []
+    opened: int | None = None
+    for at, char in enumerate(seen):
+        if _bracket(char, opening=True):
+            opened = at + 1
+        elif opened is not None and _bracket(char, opening=False):
+            bracketed.append(seen[opened:at])
+            opened = None
+    fuzz = _fuzz()
+    for phrases, ratio in (([_norm(p) for p in bracketed], _DRAFT_LOOSE_RATIO),
+                           ([_norm(p) for p in _SEPARATOR.split(seen)], _DRAFT_RATIO)):
+        for phrase in phrases:
+            squeezed = phrase.replace(" ", "")
+            if squeezed and fuzz.ratio(draft, squeezed) >= ratio:
+                return True
+    return False
 
 
 def _marked(text: str) -> bool:

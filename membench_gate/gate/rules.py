@@ -443,7 +443,9 @@ def decide(
         else:
             mode = "corpus-bless"
         # No comparison rests on these runs, but an invariant or a floor is this run's alone:
-        # one broken is said (and listed) however the comparison would have gone.
+        # one broken is said (and listed) however the comparison would have gone. A floor on
+        # a metric the run does not measure is not: that may be the config it was made under.
+        hard = [b for b in hard if not (b.kind == "floor" and b.head is None)]
         said = [f"{INCONCLUSIVE_HARD}: broken whatever the comparison would say"] if hard else []
         return _finish("inconclusive", mode, breaches=hard, notes=reasons + said)
 

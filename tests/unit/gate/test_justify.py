@@ -130,6 +130,15 @@ DRAFTED = "{}. Accepted changes: veto/files_known, we moved the ledger files out
     "<write the reason here>", "<Write The Reason Here>", "[write the reason here]",
     "write   the reason\nhere", "(WRITE THE REASON HERE)", "<write teh reason here>",
     "<wrıte the reasøn here>", "<write the re\u0430son here>", "w\u200brite the reason here",
+    # small capitals, e and r with a stroke, the e's of other names; a word put in, letters
+    # doubled or spaces moved inside the brackets; a typo standing alone between stops
+    "\u2039\u1d21\u0280\u026a\u1d1b\u1d07 \u1d1b\u029c\u1d07 \u0280\u1d07\u1d00\ua731\u1d0f\u0274 "
+    "\u029c\u1d07\u0280\u1d07>",
+    "\u2039writ\u0247 th\u0247 r\u0247ason h\u0247r\u0247>", "<w\u0280ite the \u0280eason he\u0280e>",
+    "<writ\u03b5 th\u03b5 r\u03b5ason h\u03b5r\u03b5>", "<writ\u0454 th\u0454 r\u0454ason h\u0454r\u0454>",
+    "<writ\u01dd th\u01dd r\u01ddason h\u01ddr\u01dd>", "<writ\u025b th\u025b r\u025bason h\u025br\u025b>",
+    "<write the real reason here>", "<wriite thhe reasson heere>", "<wri te th e rea son her e>",
+    "write teh reason here",
 ])
 def test_the_draft_bless_prints_is_a_placeholder_however_it_is_spelled(draft: str) -> None:
     # Issue seen: "<write the reason here>. Accepted changes: …" has 6 words and 40 characters,
@@ -144,9 +153,26 @@ def test_a_reason_written_in_place_of_the_draft_passes() -> None:
     assert not justify.holds_draft("we write down here the reason the ranking changed")
 
 
+@pytest.mark.parametrize("text", [
+    "After the rewrite, the reason here for the lower veto/files_known recall is that dedup "
+    "now merges near-duplicate decisions.",
+    "Not quite the reason here: dedup merges near-duplicate decisions, so veto/files_known fell.",
+    "Writes the reason here into each memory's provenance; veto/files_known fell because merged "
+    "decisions lose their files.",
+    "We write the reasons here, in provenance, so veto/files_known drops where merged decisions "
+    "lose their files.",
+    "We rewrite the reasoner here so entity links resolve first; veto/files_known fell on merges.",
+])
+def test_prose_with_words_like_the_drafts_is_a_reason(text: str) -> None:
+    # Red-team finding: a fuzzy match over the whole text refused these.
+    assert not justify.holds_draft(text)
+    assert check_justification(text, KEYS).ok, check_justification(text, KEYS)
+
+
 @pytest.mark.parametrize(("text", "seen"), [
     ("reas\u00f8n", "reason"), ("\u00e6on", "aeon"), ("stra\u00dfe", "strasse"),
-    ("\u0142edger", "ledger"), ("\u00d8ST", "ost"),
+    ("\u0142edger", "ledger"), ("\u00d8ST", "ost"), ("\u0280\u1d07\ua731\u1d1b", "rest"),
+    ("\u0180\u0247d", "bed"), ("\u01dd\u025b\u03b5\u0454", "eeee"),
 ])
 def test_latin_letters_nfkc_keeps_whole_fold_to_the_plain_ones(text: str, seen: str) -> None:
     assert fold(text) == seen

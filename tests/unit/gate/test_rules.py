@@ -300,8 +300,9 @@ def test_inconclusive_reasons_win() -> None:
 def test_an_inconclusive_verdict_still_lists_the_invariants_and_floors_this_run_breaks() -> None:
     # Issue seen: a non-deterministic run that also leaked across sources said only that it was
     # not deterministic; the leak is this run's whatever the comparison (rules 1-2).
-    floor = Floor("veto/files_known:veto_recall_at_k", 0.99, "base")
-    verdict = decide(make(), make(), make(cells=_leaky()), floors=[floor],
+    floor = Floor("push/default:push_precision", 0.95, "base")
+    unmeasured = Floor("recall/temporal:recall_any_at_k", 0.5, "base")  # not a cell of this run
+    verdict = decide(make(), make(), make(cells=_leaky()), floors=[floor, unmeasured],
                      inconclusive=["not deterministic: two runs of the same config differ"])
     assert verdict.verdict == "inconclusive"
     kinds = sorted((b.kind, b.key) for b in verdict.breaches)
