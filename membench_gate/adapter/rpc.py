@@ -702,9 +702,10 @@ class AdapterProcess:
             # The results are complete: a process that misbehaves on the way out is just killed.
             # An exception of its own code there (a Python adapter's close()) is said, once, and
             # changes nothing already decided (docs/adapters.md, "Shutting down").
-            if isinstance(exc.__cause__, ErrorResponse) and exc.__cause__.raised:
-                print(visible(f"membench-gate: warning: {who}{exc}; the run's results stand"),
-                      file=sys.stderr)
+            # So is one that did not answer (a hang, an exit without a word): it is killed.
+            cause = exc.__cause__
+            if not isinstance(cause, ErrorResponse) or cause.raised:
+                _warn(f"{who}{exc}; the run's results stand")
             return
         try:
             if self.proc.stdin:
@@ -738,10 +739,9 @@ class AdapterProcess:
             lingered = self._ended(max(0.0, self._exit_by - time.monotonic())) is None
             self._exit_by = None
             if lingered:  # answered shutdown, then did not exit: said, never silently killed
-                print(visible(f"membench-gate: warning: {self._who}the adapter answered shutdown "
-                              f"but had not exited {SHUTDOWN_GRACE_S:g} s later, so "
-                              "it was killed (a thread or child still running?); the run's "
-                              "results stand"), file=sys.stderr)
+                _warn(f"{self._who}the adapter answered shutdown but had not exited "
+                      f"{SHUTDOWN_GRACE_S:g} s later, so it was killed (a thread or child still "
+                      "running?); the run's results stand")
         # The whole process group, even when the adapter itself has ended: a child it started
         # (a server, a worker) must not outlive the run. The adapter is reaped only after this.
         try:
@@ -768,6 +768,20 @@ class AdapterProcess:
             if _SELECTABLE_PIPES:
                 self._poller.close()
             self._killed = self.proc.returncode is not None
+
+
+_WARNED: set[str] = set()
+_WARNED_LOCK = threading.Lock()
+
+
+def _warn(text: str) -> None:
+    """A warning of an adapter's way out, on stderr — once a command: the many processes of a
+    doctor or a selftest, one adapter, say it once (with workers, each says whose it is)."""
+    with _WARNED_LOCK:
+        if text in _WARNED:
+            return
+        _WARNED.add(text)
+    print(visible(f"membench-gate: warning: {text}"), file=sys.stderr)
 
 
 _EXITING: list[tuple[object, threading.Thread]] = []  # (key, thread) of processes let exit
