@@ -220,6 +220,10 @@ _CODE_MEANS = {
 }
 
 
+class NoAnswer(GateError):
+    """A call the adapter did not answer within ``[adapter] timeout`` (its process killed)."""
+
+
 class ErrorResponse(Exception):
     """An adapter's ``error`` response as it came, code included: the cause of the
     :class:`GateError` a user reads, so ``--debug`` shows it (and an adapter's traceback).
@@ -553,8 +557,8 @@ class AdapterProcess:
             hint = "; nothing came on its stdout: a slow start needs a larger timeout, and an " \
                 "adapter flushes each answer (docs/adapters.md, \"Debugging\")" \
                 if where.method == "initialize" and not self._buffer else ""
-            raise self._fail(where, f"no answer within {self.timeout:g}s ([adapter] timeout)"
-                             + hint) from None
+            raise self._stopped(NoAnswer(f"{where}: no answer within {self.timeout:g}s "
+                                         f"([adapter] timeout){hint}")) from None
         if line is None:
             code = self._exit_code()
             raise self._fail(where, "the adapter process ended without answering"

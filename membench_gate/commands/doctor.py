@@ -353,11 +353,18 @@ def diagnose(config: Config) -> tuple[list[Check], dict[str, list[float]], str]:
             ("identical sessions give identical answers", lambda: _determinism(adapter)),
             (workers_check(max(2, config.workers)), lambda: _workers_independent(config)),
         ]
-        for label, step in steps:
+        for done, (label, step) in enumerate(steps):
             try:
                 checks.append(step())
             except budget.OutOfTime:
                 raise
+            except rpc.NoAnswer as exc:
+                # An adapter that hangs hangs again: each later check would wait out its own
+                # timeout (minutes at the default) only to say so once more.
+                checks.append(Check(label, False, _with_stderr(exc)))
+                checks += [Check(later, None, f"not run: the adapter did not answer in "
+                                              f"{label!r}") for later, _ in steps[done + 1:]]
+                break
             except GateError as exc:
                 checks.append(Check(label, False, _with_stderr(exc)))
     finally:

@@ -224,3 +224,26 @@ def test_a_signal_at_any_moment_is_one_line_and_leaves_no_stale_file(
     if where != "parse":  # (stopped before a file was named: nothing to replace)
         assert_error_verdict(tmp_path / "v.json")
         assert "ERROR" in (tmp_path / "r.md").read_text().splitlines()[0]
+
+
+def test_doctor_stops_at_the_first_call_a_hanging_adapter_does_not_answer(tmp_path: Path) -> None:
+    # Each later check would wait out its own timeout to fail the same way (minutes at the
+    # default): they are said not run, and the one that hung is the one to fix.
+    (tmp_path / "hanging.py").write_text(HANGING.format(trigger=""))
+    (tmp_path / "membench.toml").write_text(
+        '[adapter]\npython = "hanging:Hanging"\ntimeout = 1\n'
+        '[suites.abstention]\nfixtures = ["builtin"]\n')
+    started = time.monotonic()
+    done = run_cli("doctor", cwd=tmp_path, timeout=120)
+    assert done.returncode == 1, done.stdout + done.stderr
+    rows = [line.strip() for line in done.stdout.splitlines()
+            if line.startswith("  ") and line.split()[:1] in (["ok"], ["FAIL"], ["n/a"])]
+    failed = [row for row in rows if row.startswith("FAIL")]
+    assert len(failed) == 1 and "no answer within 1s" in failed[0], rows
+    hung = failed[0].removeprefix("FAIL").strip().split("  ")[0]
+    after = rows[rows.index(failed[0]) + 1:]
+    assert len(after) >= 5 and all(
+        row.startswith("n/a") and f"not run: the adapter did not answer in {hung!r}" in row
+        for row in after), rows
+    assert f"fix: {hung}" in done.stdout
+    assert time.monotonic() - started < 30
