@@ -374,7 +374,12 @@ def diagnose(config: Config) -> tuple[list[Check], dict[str, list[float]], str]:
 
 def _with_stderr(exc: GateError) -> str:
     last = [text for text in map(without_ansi, exc.detail) if text.strip()][-1:]
-    return str(exc) + (f" (last stderr line: {last[0].strip()[:200]})" if last else "")
+    if not last:
+        return str(exc)
+    # A worker's error names it first, and its stderr lines too: said once.
+    worker = getattr(exc, "worker", None)
+    line = last[0].removeprefix(f"worker {worker}: ") if worker else last[0]
+    return f"{exc} (last stderr line: {line.strip()[:200]})"
 
 
 def _ms(values: list[float], q: float) -> str:

@@ -441,6 +441,7 @@ def test_doctor_names_the_worker_and_does_not_blame_sharing_for_an_unknown_id(
     line = next(line for line in done.stdout.splitlines() if "two workers" in line)
     assert line.lstrip().startswith("FAIL") and "worker 2: adapter search() failed" in line, line
     assert "worker two: out of memory" in line  # the stderr line, and whose
+    assert line.count("worker 2: ") == 1, line  # said once, not again before the stderr line
 
 
 def test_a_score_a_results_file_cannot_hold_is_the_search_calls_error(tmp_path: Path) -> None:
