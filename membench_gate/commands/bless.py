@@ -19,7 +19,12 @@ from membench_gate.commands.compare import read_committed, read_results
 from membench_gate.config import Config, alpha_of, load_config
 from membench_gate.errors import ExitCode, GateError, describe
 from membench_gate.files import write_atomic
-from membench_gate.gate.justify import DRAFT_REASON, check_justification, holds_draft
+from membench_gate.gate.justify import (
+    DRAFT_REASON,
+    MAX_CHARS,
+    check_justification,
+    holds_draft,
+)
 from membench_gate.gate.rules import HARD_KINDS, breach_keys, decide, differing, floors_of
 from membench_gate.model.results import Baseline, Justification, Results, dumps_baseline
 from membench_gate.model.verdict import BaseInfo, JustificationResult
@@ -108,7 +113,7 @@ def bless(config_path: Path, context: Context, *, justification: str | None = No
     if text is None and committed is not None and committed.justification is not None \
             and sorted(committed.justification.breaches) == keys:
         text = committed.justification.text  # re-running bless keeps the recorded reason
-    if text is not None and holds_draft(text):
+    if text is not None and len(text) <= 4 * MAX_CHARS and holds_draft(text):  # (else too long)
         raise GateError(f"bless refused: replace {DRAFT_REASON} in the justification with the "
                         "reason for these changes", exit_code=ExitCode.REGRESSION)
     recorded = None

@@ -1,6 +1,6 @@
 """The justification checks of rule 8: a blessed regression must be explained, specifically.
 
-A justification passes when its text is at least 40 characters; is not a placeholder ("n/a",
+A justification passes when its text is 40 to 4,000 characters; is not a placeholder ("n/a",
 "todo", "update baseline", … matched fuzzily, or a text marked as one: "TODO" or "FIXME"
 anywhere, "wip:" first, "placeholder text", lorem ipsum, or the reason ``bless`` drafts still
 in it); has at least 6 distinct words besides the metric, cell and item names it mentions;
@@ -23,6 +23,7 @@ Armenian and a few IPA letters); NFKC already folds fullwidth and mathematical l
 from __future__ import annotations
 
 import functools
+import html
 import re
 import unicodedata
 from collections.abc import Iterable
@@ -36,6 +37,8 @@ from membench_gate.model import metrics
 # a placeholder however long the rest is.
 DRAFT_REASON = "<write the reason here>"
 MIN_CHARS = 40
+# A reason is a paragraph, not a log: past this, the fuzzy checks would take seconds.
+MAX_CHARS = 4000
 MIN_WORDS = 6
 PLACEHOLDERS = (
     "n/a", "na", "none", "todo", "tbd", "wip", "lgtm", "ok", "fix", "fixes", "test", "asdf",
@@ -71,28 +74,48 @@ _FOLD.update({ord(k): v for k, v in {"ø": "o", "Ø": "O", "æ": "ae", "Æ": "AE
                                      "Œ": "OE", "ł": "l", "Ł": "L", "đ": "d", "Đ": "D",
                                      "ħ": "h", "Ħ": "H", "ŧ": "t", "Ŧ": "T"}.items()})
 _ASCII_WORD = re.compile("[a-z0-9]+")  # what isalnum() keeps of lowercased ASCII
-# Any other Latin letter is read as the plain one its name says it is — small capitals ("ʀ",
-# "ᴡ") and letters with a stroke, bar or hook ("ɇ", "ƀ") — and so are the e's that Unicode's
-# names do not call one (turned, open, epsilon, Ukrainian ie).
-_LATIN_NAME = re.compile(r"LATIN (?:(SMALL|CAPITAL) )?LETTER (?:SMALL CAPITAL )?([A-Z])"
-                         r"(?: WITH .+)?")
-_E_NAMES = {"LATIN SMALL LETTER TURNED E", "LATIN SMALL LETTER OPEN E",
-            "GREEK SMALL LETTER EPSILON", "CYRILLIC SMALL LETTER UKRAINIAN IE",
-            "LATIN CAPITAL LETTER TURNED E", "LATIN CAPITAL LETTER OPEN E",
-            "GREEK CAPITAL LETTER EPSILON", "CYRILLIC CAPITAL LETTER UKRAINIAN IE"}
+# Any other Latin letter is read as the plain one its name says it is — small capitals ("ʀ"),
+# letters with a stroke, bar or hook ("ɇ", "ƀ"), insular or turned forms, and letters set in a
+# circle, a square or parentheses ("🅦", "⒲", which NFKC leaves or spells "(w)") — and so are
+# regional indicators, the e's that Unicode's names do not call one (schwa, epsilon, Coptic eie),
+# and the Cherokee and Lisu capitals drawn as Latin ones.
+_LATIN_NAME = re.compile(
+    r"(?:(?:PARENTHESIZED|CIRCLED|SQUARED|NEGATIVE CIRCLED|NEGATIVE SQUARED|FULLWIDTH) )?"
+    r"LATIN (?:(SMALL|CAPITAL) )?LETTER (?:SMALL CAPITAL |INSULAR |TURNED |REVERSED |OPEN |"
+    r"CLOSED |SCRIPT |BLACKLETTER |LONG |DOTLESS )?([A-Z])(?: .+)?"
+    r"|REGIONAL INDICATOR SYMBOL LETTER ([A-Z])")
+_NAMED = {"LATIN SMALL LETTER SCHWA": "e", "LATIN CAPITAL LETTER SCHWA": "E",
+          "GREEK SMALL LETTER EPSILON": "e", "GREEK CAPITAL LETTER EPSILON": "E",
+          "CYRILLIC SMALL LETTER UKRAINIAN IE": "e", "CYRILLIC CAPITAL LETTER UKRAINIAN IE": "E",
+          "CYRILLIC SMALL LETTER TE": "t", "CYRILLIC SMALL LETTER EN": "h",
+          "COPTIC SMALL LETTER EIE": "e", "COPTIC CAPITAL LETTER EIE": "E",
+          "COPTIC SMALL LETTER O": "o", "COPTIC CAPITAL LETTER O": "O"}
+# Cherokee and Lisu letters that are drawn as Latin capitals (pairs: letter, Latin).
+_SCRIPT_PAIRS = (
+    "ᎠDᎡRᎢTᎥIᎪAᎬEᎳWᎻHᎷMᏀGᏚSᏃZᏟCᏢPᏦKᏞLᏙVᎾOᏁN"
+    "ꓐBꓑPꓓDꓔTꓖGꓗKꓙJꓚCꓜZꓝFꓟMꓠNꓡLꓢSꓣRꓦVꓧHꓪWꓫXꓬYꓮAꓰEꓲIꓳOꓴU"
+)
+_NAMED.update({unicodedata.name(_SCRIPT_PAIRS[i]): _SCRIPT_PAIRS[i + 1]
+               for i in range(0, len(_SCRIPT_PAIRS), 2)})
+# Characters that show nothing yet are not format characters: Hangul fillers, the Arabic tatweel.
+_BLANK_LETTERS = frozenset("\u115f\u1160\u3164\uffa0\u0640")
 
 
 class _Folding(dict[int, str]):
-    """:data:`_FOLD`, and every other character looked up by its name on first use."""
+    """A translation table, and every other character looked up by its name on first use."""
 
     def __missing__(self, code: int) -> str:
         char = chr(code)
         name = unicodedata.name(char, "") if code > 0x7F else ""
         found = _LATIN_NAME.fullmatch(name)
-        if found:
+        if found and found[3]:
+            letter = found[3]
+        elif found:
             letter = found[2] if found[1] == "CAPITAL" else found[2].lower()
-        elif name in _E_NAMES:
-            letter = "E" if "CAPITAL" in name else "e"
+        elif name in _NAMED:
+            letter = _NAMED[name]
+        elif char in _BLANK_LETTERS or unicodedata.category(char) in ("Cn", "Co"):
+            letter = ""  # nothing a reader sees
         else:
             letter = char
         self[code] = letter
@@ -100,6 +123,7 @@ class _Folding(dict[int, str]):
 
 
 _FOLD = _Folding(_FOLD)
+_BY_NAME = _Folding()  # before NFKC: what it would spell otherwise ("⒲" as "(w)")
 
 
 def fold(text: str) -> str:
@@ -112,7 +136,7 @@ def fold(text: str) -> str:
 
 def _as_seen(text: str) -> str:
     """NFKC, no marks or invisible characters, confusables folded to Latin; case kept."""
-    text = unicodedata.normalize("NFD", unicodedata.normalize("NFKC", text))
+    text = unicodedata.normalize("NFD", unicodedata.normalize("NFKC", text.translate(_BY_NAME)))
     text = "".join(c for c in text if unicodedata.category(c) not in ("Mn", "Me", "Cf"))
     return text.translate(_FOLD)
 
@@ -195,42 +219,67 @@ def is_placeholder(text: str, names: set[str] | None = None) -> bool:
     return any(_fuzz().ratio(normalized, _norm(p)) >= _PLACEHOLDER_RATIO for p in PLACEHOLDERS)
 
 
-# Brackets a template's blank is set in ("<…>", "[…]", "‹…›", "⟨…⟩": Unicode's opening and
-# closing punctuation), and what else ends a phrase.
+# Brackets a template's blank is set in ("<…>", "[…]", "‹…›", "⟨…⟩", "˂…˃": Unicode's opening and
+# closing punctuation and the arrowheads that pass for angle brackets).
 _DRAFT_RATIO, _DRAFT_LOOSE_RATIO = 94, 85
-_SEPARATOR = re.compile(r"[^\w\s]|_")
+_OPENING, _CLOSING = "<\u02c2\u2039", ">\u02c3\u203a"
+# Read as the draft is looked for: what Markdown and HTML render to nothing or to another letter
+# (an entity, a comment, emphasis marks), the digits and signs that pass for letters ("wr1te",
+# "REAS0N", "WRlTE"), punctuation inside a word ("rea’son", "w·r·i·t·e"), bidirectional
+# controls that show a reversed text the right way round.
+_HTML_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
+_EMPHASIS = str.maketrans("", "", "*_~`\\")
+_LEET = str.maketrans("01l|3457$@", "oiiieastsa")
+_INSIDE_WORD = re.compile(r"(?<=[^\W_])[^\w\s]+(?=[^\W_])")
+_PHRASE_BREAK = re.compile(r"[^\w\s]+")
+_BIDI = re.compile("[\u200e\u200f\u061c\u202a-\u202e\u2066-\u2069]")
+_DRAFT_SQUEEZED = "writethereasonhere"
 
 
 def _bracket(char: str, opening: bool) -> bool:
-    return char in ("<" if opening else ">") or \
+    return char in (_OPENING if opening else _CLOSING) or \
         unicodedata.category(char) in (("Ps", "Pi") if opening else ("Pe", "Pf"))
 
 
+def _draft_reading(text: str) -> str:
+    text = _HTML_COMMENT.sub("", html.unescape(text)).translate(_EMPHASIS)
+    return _INSIDE_WORD.sub("", fold(text).translate(_LEET))
+
+
 def holds_draft(text: str) -> bool:
-    """Does ``text`` still hold :data:`DRAFT_REASON` — in any case, spacing, brackets or
-    look-alikes, or a letter or two off ("<write teh reason here>", "<write the real reason
-    here>" in brackets)? Its words in a row are the draft wherever they are; a phrase a little
-    off is, when it stands alone (between stops) or in brackets — never a sentence that only
-    holds words like them ("after the rewrite, the reason here is …")."""
-    draft_words = _norm(DRAFT_REASON).split()
-    words, count = _norm(text).split(), len(draft_words)
-    if any(words[i:i + count] == draft_words for i in range(len(words) - count + 1)):
-        return True
-    draft, seen = "".join(draft_words), _as_seen(text)
-    bracketed: list[str] = []
-    opened: int | None = None
-    for at, char in enumerate(seen):
-        if _bracket(char, opening=True):
-            opened = at + 1
-        elif opened is not None and _bracket(char, opening=False):
-            bracketed.append(seen[opened:at])
-            opened = None
+    """Does ``text`` still hold :data:`DRAFT_REASON` as a reader would see it — in any case,
+    spacing, brackets, look-alikes, entities or invisible characters, or a letter or two off
+    ("<write teh reason here>", "<write the real reason here>" in brackets)?
+
+    Its four words in a row within a phrase are the draft; a phrase a little off is, when it
+    stands alone between stops, or a bracketed one starting with its w. Never a sentence that
+    only holds words like it ("after the rewrite, the reason here is …"), nor two phrases
+    ("… the first write. The reason here is latency")."""
+    readings = [_draft_reading(text)]
+    if _BIDI.search(text):
+        readings.append(readings[0][::-1])
     fuzz = _fuzz()
-    for phrases, ratio in (([_norm(p) for p in bracketed], _DRAFT_LOOSE_RATIO),
-                           ([_norm(p) for p in _SEPARATOR.split(seen)], _DRAFT_RATIO)):
-        for phrase in phrases:
-            squeezed = phrase.replace(" ", "")
-            if squeezed and fuzz.ratio(draft, squeezed) >= ratio:
+    for seen in readings:
+        bracketed: list[str] = []
+        opened: int | None = None
+        for at, char in enumerate(seen):
+            if _bracket(char, opening=True):
+                opened = at + 1
+            elif opened is not None and _bracket(char, opening=False):
+                bracketed.append(seen[opened:at])
+                opened = None
+        for phrase in _PHRASE_BREAK.split(seen):
+            words = phrase.split()
+            squeezed = "".join(words)
+            if _DRAFT_SQUEEZED in squeezed and any(
+                    "".join(words[i:i + 4]) == _DRAFT_SQUEEZED for i in range(len(words))):
+                return True
+            if squeezed and fuzz.ratio(_DRAFT_SQUEEZED, squeezed) >= _DRAFT_RATIO:
+                return True
+        for phrase in bracketed:
+            squeezed = "".join(_PHRASE_BREAK.sub(" ", phrase).split())
+            if squeezed.startswith("w") and \
+                    fuzz.ratio(_DRAFT_SQUEEZED, squeezed) >= _DRAFT_LOOSE_RATIO:
                 return True
     return False
 
@@ -265,6 +314,9 @@ def check_justification(text: str | None, breach_keys: Iterable[str],
     stripped = " ".join(text.split())
     if len(stripped) < MIN_CHARS:
         return JustificationCheck(False, f"too short: {len(stripped)} characters, need {MIN_CHARS}")
+    if len(stripped) > MAX_CHARS:
+        return JustificationCheck(False, f"too long: {len(stripped)} characters, at most "
+                                         f"{MAX_CHARS} (a reason, not a log)")
     if is_placeholder(stripped, names):
         return JustificationCheck(False, "reads like a placeholder, not a reason")
     # A lone Latin letter, a bare number or one letter repeated is not a word: "a b c 1 2" and

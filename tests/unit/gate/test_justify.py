@@ -153,7 +153,44 @@ def test_a_reason_written_in_place_of_the_draft_passes() -> None:
     assert not justify.holds_draft("we write down here the reason the ranking changed")
 
 
+@pytest.mark.parametrize("draft", [
+    # a second red team's: Cherokee, Lisu, Cyrillic te/en, schwa, Coptic, insular r
+    "<WRITE THE R\u13ac\u13aaSON HER\u13ac>", "<WRITE THE R\ua4f0\ua4eeSON HER\ua4f0>",
+    "<wri\u0442e \u0442\u043de reason \u043dere>", "<writ\u0259 th\u0259 r\u0259ason h\u0259r\u0259>",
+    "<writ\u2c89 th\u2c89 r\u2c89as\u2c9fn h\u2c89r\u2c89>", "<w\ua783ite the \ua783eason he\ua783e>",
+    # letters in squares, in parentheses, regional indicators
+    "\U0001f166\U0001f161\U0001f158\U0001f163\U0001f154 \U0001f163\U0001f157\U0001f154 "
+    "\U0001f161\U0001f154\U0001f150\U0001f162\U0001f15e\U0001f15d \U0001f157\U0001f154\U0001f161\U0001f154",
+    "\u24b2\u24ad\u24a4\u24af\u24a0 \u24af\u24a3\u24a0 \u24ad\u24a0\u249c\u24ae\u24aa\u24a9 "
+    "\u24a3\u24a0\u24ad\u24a0",
+    # reversed behind a bidi override; blank letters; an unassigned character
+    "\u202e<ereh nosaer eht etirw>\u202c", "w\u3164rite the r\u3164eason h\u3164ere",
+    "wri\U000e0080te the rea\U000e0080son here",
+    # punctuation inside words, arrowheads for brackets, digits for letters
+    "<write the rea\u2019son here>", "w\u00b7r\u00b7i\u00b7t\u00b7e the reason here",
+    "\u02c2wirte teh reason here\u02c3", "WRlTE THE REAS0N HERE", "<wr1te th3 reason h3re>",
+    # what Markdown renders as the draft
+    "&lt;&#119;rite the &#114;eason here&gt;", "&lt;wri<!---->te the rea<!---->son here&gt;",
+    "&lt;wri*t*e the rea*s*on here&gt;", "\\<write the reason here\\>", "write_the_reason_here",
+])
+def test_the_draft_as_a_reader_sees_it_is_a_placeholder(draft: str) -> None:
+    assert check_justification(DRAFTED.format(draft), KEYS).failed == \
+        "reads like a placeholder, not a reason"
+
+
+def test_a_justification_is_a_reason_not_a_log() -> None:
+    text = REASON + " " + "the dedup pass merged one more pair of near-duplicate notes; " * 70
+    assert check_justification(text, KEYS).failed == \
+        f"too long: {len(' '.join(text.split()))} characters, at most 4000 (a reason, not a log)"
+
+
 @pytest.mark.parametrize("text", [
+    "veto/files_known fell because the agent now batches every edit before the first write. "
+    "The reason here is latency: one flush per session instead of one per turn.",
+    "The agent no longer confirms facts it is about to write; the reason here is that the "
+    "confirmation step doubled latency, so veto/files_known fell.",
+    "veto/files_known dropped: the writer keeps each decision's cause in a sidecar (it writes "
+    "the reason there) which the search does not read.",
     "After the rewrite, the reason here for the lower veto/files_known recall is that dedup "
     "now merges near-duplicate decisions.",
     "Not quite the reason here: dedup merges near-duplicate decisions, so veto/files_known fell.",
@@ -222,7 +259,8 @@ def test_justification_naming_the_metric_fuzzily() -> None:
 @given(st.text(alphabet=st.characters(max_codepoint=127)) | st.text())
 def test_the_ascii_shortcut_normalizes_as_the_unicode_path_does(text: str) -> None:
     # fold() and _norm() take a shortcut for ASCII text (a check may normalize 100,000 keys).
-    folded = unicodedata.normalize("NFD", unicodedata.normalize("NFKC", text))
+    folded = unicodedata.normalize("NFD", unicodedata.normalize("NFKC",
+                                                                text.translate(justify._BY_NAME)))
     folded = "".join(c for c in folded if unicodedata.category(c) not in ("Mn", "Me", "Cf"))
     folded = folded.translate(justify._FOLD).casefold().translate(justify._FOLD)
     assert justify.fold(text) == folded
