@@ -246,6 +246,24 @@ def _draft_reading(text: str) -> str:
     return _INSIDE_WORD.sub("", fold(text).translate(_LEET))
 
 
+# Scripts written without spaces between words: Han, Hiragana, Katakana.
+_UNSPACED = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
+
+
+def _pieces(text: str) -> list[str]:
+    """The words of ``text`` as the word count reads them: split at spaces, and a run of Chinese
+    or Japanese characters, which has none, in pairs (a word of those is mostly one or two)."""
+    out: list[str] = []
+    for word in text.split():
+        runs = _UNSPACED.findall(word)
+        if not runs:
+            out.append(word)
+            continue
+        rest = _UNSPACED.sub(" ", word).split()
+        out += rest + [run[i:i + 2] for run in runs for i in range(0, len(run), 2)]
+    return out
+
+
 def holds_draft(text: str) -> bool:
     """Does ``text`` still hold :data:`DRAFT_REASON` as a reader would see it — in any case,
     spacing, brackets, look-alikes, entities or invisible characters, or a letter or two off
@@ -322,7 +340,7 @@ def check_justification(text: str | None, breach_keys: Iterable[str],
     # A lone Latin letter, a bare number or one letter repeated is not a word: "a b c 1 2" and
     # "aaaa bbbb cccc" explain nothing. (Identifiers such as "p95" or "v2" count, and so does
     # every piece of a non-Latin script.)
-    words = sum(1 for word in set(_without(stripped, names).split())
+    words = sum(1 for word in set(_pieces(_without(stripped, names)))
                 if not word.isdigit() and not (len(word) == 1 and word.isascii())
                 and not (len(word) > 1 and len(set(word)) == 1))
     if words < MIN_WORDS:

@@ -234,6 +234,8 @@ def test_mentions_are_fuzzy_but_not_loose() -> None:
 @pytest.mark.parametrize("text", [
     "recall_at_k on recall/default: moved e5 to v2 of bge, p95 40 ms",  # identifiers count
     "recall_at_k गिरा: नई मॉडल सूची टीम ने मानी, ठीक है",  # Hindi: every piece of the script counts
+    "写入路径现在合并重复事实，因此 recall_at_k 在两个会话中下降了，这是预期的结果。",  # no spaces: pairs
+    "重複した事実をまとめたので、recall/default の recall_at_k が二つの会話で下がった。",
     # A lowercase "todo" inside a sentence is prose, not a marker, and so are these.
     "recall/default fell: the todo list app's notes are now chunked by heading, as planned",
     "Todo list records now carry their due date, which lowers recall_at_k on recall/default",
@@ -243,6 +245,13 @@ def test_mentions_are_fuzzy_but_not_loose() -> None:
 def test_terse_and_non_latin_justifications_have_their_words(text: str) -> None:
     outcome = check_justification(text, ["recall/default:recall_at_k"])
     assert outcome.ok, outcome.failed
+
+
+def test_a_run_of_han_characters_is_not_one_word_each() -> None:
+    # Pairs, not characters: five characters repeated are still few words.
+    short = check_justification("recall/default:recall_at_k 下降下降下降下降下降下降下降下降下降下降",
+                                ["recall/default:recall_at_k"])
+    assert short.failed and short.failed.startswith("too short: 1 distinct word"), short
 
 
 def test_justification_naming_the_metric_fuzzily() -> None:
