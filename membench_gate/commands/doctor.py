@@ -242,9 +242,9 @@ def _determinism(adapter: _Adapter) -> Check:
     return Check(name, True, f"3 sessions, 2 processes, tie order included{note}")
 
 
-def workers_check(count: int) -> str:
+def workers_check(workers: int) -> str:
     """The workers row, as many as it starts (``--jobs``; two at the least)."""
-    return f"{'two' if count <= 2 else count} workers do not see each other's records"
+    return f"{'two' if workers <= 2 else workers} workers do not see each other's records"
 
 
 # What a later worker ingests: a record of its own, which worker 1 must not see either.
@@ -276,7 +276,7 @@ def _workers_independent(config: Config) -> Check:
     from membench_gate.run.workers import Workers, _named
 
     count = max(2, config.workers)
-    name = workers_check(count)
+    name = workers_check(config.workers)
     workers = Workers(config, range(1, count + 1), several=True)
     try:
         worker = workers.first
@@ -351,7 +351,7 @@ def diagnose(config: Config) -> tuple[list[Check], dict[str, list[float]], str]:
             ("records of another source never returned",
              lambda: _source_isolation(adapter.session())),
             ("identical sessions give identical answers", lambda: _determinism(adapter)),
-            (workers_check(max(2, config.workers)), lambda: _workers_independent(config)),
+            (workers_check(config.workers), lambda: _workers_independent(config)),
         ]
         for done, (label, step) in enumerate(steps):
             try:
