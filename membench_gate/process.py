@@ -13,7 +13,8 @@ a few lines that must not be cut in the middle (a command's or a library caller'
 main thread waits for other threads only in steps (:func:`joined`, :func:`awaited`): Python runs a
 signal's handler in the main thread, and when another thread took the signal, a wait with no
 timeout is not cut short — a terminated ``check --verify-determinism`` waited for its whole second
-pass, a selftest for the run it was waiting on.
+pass, a selftest for the run it was waiting on. And the console's handlers raise nothing in the
+step of a lock (:func:`later_if_in_lock_step`): the signal is raised again a moment later.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from collections.abc import Iterator
 from concurrent.futures import Future
 from concurrent.futures import wait as _wait
 from contextlib import contextmanager
+from types import FrameType
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -75,6 +77,39 @@ def signals_deferred() -> Iterator[None]:
         if noted:
             signum, frame = noted[0]
             saved[signum](signum, frame)
+
+
+# Where a signal's exception must not be raised: a lock was just taken (or is being given back)
+# in Python code, and the statement that gives it back has not begun — ``__enter__`` returning
+# after its ``acquire``, as the import system's locks and ``threading.Condition`` do.
+_LOCK_STEPS = frozenset({"__enter__", "__exit__", "acquire", "release"})
+RETRY_S = 0.01  # how soon a signal held back from such a step is raised again
+_RETRIES = 100  # and at most how often (a second): then it is raised wherever it lands
+
+
+def in_lock_step(frame: FrameType | None) -> bool:
+    """Is ``frame`` (a signal's, as its handler gets it) taking or giving back a lock?"""
+    return frame is not None and frame.f_code.co_name in _LOCK_STEPS
+
+
+_held_back = 0
+
+
+def later_if_in_lock_step(signum: int, frame: FrameType | None) -> bool:
+    """For a handler that raises: when the signal landed in a lock's step
+    (:func:`in_lock_step`), raise it again :data:`RETRY_S` later instead, and say so (``True``:
+    the handler returns). An exception raised between a lock's ``acquire`` and the ``with`` that
+    gives it back leaves it held: the global import lock so left made every other thread's next
+    import wait for it forever, and a terminated selftest for those threads. Signals are still
+    raised, once they land elsewhere, within a second."""
+    global _held_back
+    if not in_lock_step(frame) or _held_back >= _RETRIES:
+        return False
+    _held_back += 1
+    again = threading.Timer(RETRY_S, signal.raise_signal, (signum,))
+    again.daemon = True
+    again.start()
+    return True
 
 
 def joined(thread: threading.Thread, step: float = WAIT_S) -> None:

@@ -14,6 +14,7 @@ import contextlib
 import gc
 import os
 import sys
+from types import FrameType
 from typing import TextIO
 
 from membench_gate import process
@@ -79,16 +80,24 @@ def stop_on_signals() -> None:
     verdict, exit 4 — never a process killed mid-write with an earlier run's files in place."""
     import signal
 
-    def stop(signum: int, frame: object) -> None:
+    def stop(signum: int, frame: FrameType | None) -> None:
+        if process.later_if_in_lock_step(signum, frame):  # raised once the lock is taken
+            return
         for name in names:  # once is enough: a second signal must not cut the clean-up short
             signal.signal(getattr(signal, name), signal.SIG_IGN)
         raise Terminated(signal.Signals(signum).name)
+
+    def interrupt(signum: int, frame: FrameType | None) -> None:
+        if not process.later_if_in_lock_step(signum, frame):
+            signal.default_int_handler(signum, frame)  # KeyboardInterrupt, as Python's own
 
     # A signal the caller ignores (``nohup``) stays ignored.
     names = [name for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name)
              and signal.getsignal(getattr(signal, name)) is signal.SIG_DFL]
     for name in names:
         signal.signal(getattr(signal, name), stop)
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, interrupt)
 
 
 def columns() -> int:

@@ -132,3 +132,31 @@ def test_a_signal_another_thread_took_gets_into_the_main_threads_wait(wait: str)
         assert took > 0.9  # the control: the wait was not cut short
     else:
         assert took < 0.6
+
+
+def test_a_signal_in_a_lock_step_is_raised_again_a_moment_later() -> None:
+    import signal
+    import sys
+    import time
+
+    class Lock:
+        def __enter__(self) -> object:
+            return sys._getframe()
+
+        def __exit__(self, *_: object) -> None:
+            pass
+
+    with Lock() as entering:
+        assert process.in_lock_step(entering)  # type: ignore[arg-type]
+    assert not process.in_lock_step(sys._getframe())
+    got: list[int] = []
+    previous = signal.signal(signal.SIGUSR1, lambda signum, _: got.append(signum))
+    try:
+        assert not process.later_if_in_lock_step(signal.SIGUSR1, sys._getframe())
+        assert process.later_if_in_lock_step(signal.SIGUSR1, entering)  # type: ignore[arg-type]
+        deadline = time.monotonic() + 5
+        while not got and time.monotonic() < deadline:
+            time.sleep(0.005)  # the main thread runs the handler between these
+        assert got == [signal.SIGUSR1]  # raised again, by a timer, to the main thread's handler
+    finally:
+        signal.signal(signal.SIGUSR1, previous)
