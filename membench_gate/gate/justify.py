@@ -270,12 +270,15 @@ def holds_draft(text: str) -> bool:
     ("<write teh reason here>", "<write the real reason here>" in brackets)?
 
     Its four words in a row within a phrase are the draft; a phrase a little off is, when it
-    stands alone between stops, or a bracketed one starting with its w. Never a sentence that
+    stands alone between stops, or a bracketed one starting with its w — a little more off
+    beside the rest of the drafted text ("Accepted changes: …"). Never a sentence that
     only holds words like it ("after the rewrite, the reason here is …"), nor two phrases
     ("… the first write. The reason here is latency")."""
     readings = [_draft_reading(text)]
     if _BIDI.search(text):
         readings.append(readings[0][::-1])
+    # Beside the rest of the drafted text ("… Accepted changes: …"), any phrase is its slot.
+    alone = _DRAFT_LOOSE_RATIO if "accepted changes" in _norm(text) else _DRAFT_RATIO
     fuzz = _fuzz()
     for seen in readings:
         bracketed: list[str] = []
@@ -292,7 +295,7 @@ def holds_draft(text: str) -> bool:
             if _DRAFT_SQUEEZED in squeezed and any(
                     "".join(words[i:i + 4]) == _DRAFT_SQUEEZED for i in range(len(words))):
                 return True
-            if squeezed and fuzz.ratio(_DRAFT_SQUEEZED, squeezed) >= _DRAFT_RATIO:
+            if squeezed and fuzz.ratio(_DRAFT_SQUEEZED, squeezed) >= alone:
                 return True
         for phrase in bracketed:
             squeezed = "".join(_PHRASE_BREAK.sub(" ", phrase).split())

@@ -138,7 +138,7 @@ DRAFTED = "{}. Accepted changes: veto/files_known, we moved the ledger files out
     "<writ\u03b5 th\u03b5 r\u03b5ason h\u03b5r\u03b5>", "<writ\u0454 th\u0454 r\u0454ason h\u0454r\u0454>",
     "<writ\u01dd th\u01dd r\u01ddason h\u01ddr\u01dd>", "<writ\u025b th\u025b r\u025bason h\u025br\u025b>",
     "<write the real reason here>", "<wriite thhe reasson heere>", "<wri te th e rea son her e>",
-    "write teh reason here",
+    "write teh reason here", "write teh reason hree",  # beside "Accepted changes:", the slot
 ])
 def test_the_draft_bless_prints_is_a_placeholder_however_it_is_spelled(draft: str) -> None:
     # Issue seen: "<write the reason here>. Accepted changes: …" has 6 words and 40 characters,
