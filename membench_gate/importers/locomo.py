@@ -82,7 +82,7 @@ def convert(sources: list[Path]) -> Imported:
     unresolved = skipped = images = 0
     samples: set[str] = set()
     for index, obj in enumerate(data):
-        label = f"{path.name}: item {index}"
+        label = f"{path.name}: item {index + 1}"
         sample = Fields(obj, label, EXPECTED)
         sid = sample.id("sample_id")
         label = f"{path.name}: sample {sid}"

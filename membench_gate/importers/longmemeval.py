@@ -54,7 +54,7 @@ def _turns(raw: Any, where: str) -> list[tuple[str, str]]:
         raise SourceError(f"{where}: a session must be a list of turns (expected {TURN})")
     turns = []
     for index, obj in enumerate(raw):
-        fields = Fields(obj, f"{where}: turn {index}", TURN)
+        fields = Fields(obj, f"{where}: turn {index + 1}", TURN)
         fields.text("role")
         turns.append((fields.obj["role"], fields.text("content")))
     return turns
@@ -69,7 +69,7 @@ def convert(sources: list[Path]) -> Imported:
     renamed = empty = 0
     seen_questions: set[str] = set()
     for index, obj in enumerate(data):
-        label = f"{path.name}: item {index}"
+        label = f"{path.name}: item {index + 1}"
         if isinstance(obj, dict) and isinstance(obj.get("question_id"), (str, int)):
             label += f" ({obj['question_id']})"
         fields = Fields(obj, label, EXPECTED)

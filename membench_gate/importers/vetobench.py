@@ -114,9 +114,9 @@ def convert(sources: list[Path]) -> Imported:
     decisions: dict[str, dict[str, Any]] = {}
     inherited = 0
     for index, obj in enumerate(raw_corpus):
-        decision, dropped = _decision(obj, f"{corpus_path.name}: item {index}")
+        decision, dropped = _decision(obj, f"{corpus_path.name}: item {index + 1}")
         if decision["id"] in decisions:
-            raise SourceError(f"{corpus_path.name}: item {index}: id {decision['id']!r} appears "
+            raise SourceError(f"{corpus_path.name}: item {index + 1}: id {decision['id']!r} appears "
                               "twice")
         decisions[decision["id"]] = decision
         inherited += dropped

@@ -126,7 +126,7 @@ def items_of(model: type[BaseModel], raw: Any, label: str, key: str = "id") -> l
     items = []
     for index, obj in enumerate(raw):
         ident = obj.get(key) if isinstance(obj, dict) else None
-        where = f"{label}: item {index}" + (f" ({ident})" if isinstance(ident, str) else "")
+        where = f"{label}: item {index + 1}" + (f" ({ident})" if isinstance(ident, str) and ident else "")
         if not isinstance(obj, dict):
             raise GateError(f"{where}: expected a JSON object")
         try:

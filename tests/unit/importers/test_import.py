@@ -162,7 +162,7 @@ def _broken(tmp_path: Path, name: str, edit: Any) -> Path:
 
 @pytest.mark.parametrize(("fmt", "name", "edit", "expected"), [
     ("longmemeval", "longmemeval_sample.json", lambda d: d[0].pop("haystack_sessions"),
-     "item 0 (q-gym-01): missing field 'haystack_sessions' (expected a LongMemEval file"),
+     "item 1 (q-gym-01): missing field 'haystack_sessions' (expected a LongMemEval file"),
     ("longmemeval", "longmemeval_sample.json",
      lambda d: d[1].update(question_date="2023-05-01 12:00"),
      "question_date: '2023-05-01 12:00' is not a LongMemEval date (expected "
@@ -171,7 +171,7 @@ def _broken(tmp_path: Path, name: str, edit: Any) -> Path:
      "must be parallel lists"),
     ("longmemeval", "longmemeval_sample.json",
      lambda d: d[3]["haystack_sessions"][0][1].pop("content"),
-     "haystack_sessions[0]: turn 1: missing field 'content' (expected a turn {role, content"),
+     "haystack_sessions[0]: turn 2: missing field 'content' (expected a turn {role, content"),
     ("longmemeval", "longmemeval_sample.json", lambda d: d[1].update(answer_session_ids=["x"]),
      "answer_session_ids: 'x' is not one of its haystack_session_ids"),
     ("locomo", "locomo_sample.json", lambda d: d[0]["conversation"].pop("session_2_date_time"),
@@ -184,7 +184,7 @@ def _broken(tmp_path: Path, name: str, edit: Any) -> Path:
     ("locomo", "locomo_sample.json", lambda d: d[0]["conversation"]["session_1"][0].pop("dia_id"),
      "session_1[0]: missing field 'dia_id' (expected a turn {speaker, dia_id, text})"),
     ("vetobench", "vetobench_corpus.json", lambda d: d[0].pop("files_affected"),
-     "vetobench_corpus.json: item 0: missing field 'files_affected' (expected RoBrain VetoBench "
+     "vetobench_corpus.json: item 1: missing field 'files_affected' (expected RoBrain VetoBench "
      "corpus.json"),
     ("vetobench", "vetobench_corpus.json", lambda d: d[1].update(superseded_by="V9"),
      "decision V2: superseded_by 'V9' is not a decision of the corpus"),
