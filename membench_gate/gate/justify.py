@@ -68,11 +68,9 @@ _FOLD_PAIRS = (
 )
 _FOLD: dict[int, str] = {ord(_FOLD_PAIRS[i]): _FOLD_PAIRS[i + 1]
                          for i in range(0, len(_FOLD_PAIRS), 2)}
-# Latin letters NFKC leaves whole that a reader takes for plain ones ("reasøn", "ﬁx" is NFKC's);
-# casefold already spells ß as "ss".
-_FOLD.update({ord(k): v for k, v in {"ø": "o", "Ø": "O", "æ": "ae", "Æ": "AE", "œ": "oe",
-                                     "Œ": "OE", "ł": "l", "Ł": "L", "đ": "d", "Đ": "D",
-                                     "ħ": "h", "Ħ": "H", "ŧ": "t", "Ŧ": "T"}.items()})
+# The ligatures NFKC leaves whole ("ﬁ" is NFKC's; casefold spells ß as "ss"); a letter with a
+# stroke ("ø", "ł", "đ") is read by its name (below).
+_FOLD.update({ord(k): v for k, v in {"æ": "ae", "Æ": "AE", "œ": "oe", "Œ": "OE"}.items()})
 _ASCII_WORD = re.compile("[a-z0-9]+")  # what isalnum() keeps of lowercased ASCII
 # Any other Latin letter is read as the plain one its name says it is — small capitals ("ʀ"),
 # letters with a stroke, bar or hook ("ɇ", "ƀ"), insular or turned forms, and letters set in a
@@ -233,7 +231,8 @@ _LEET = str.maketrans("01l|3457$@", "oiiieastsa")
 _INSIDE_WORD = re.compile(r"(?<=[^\W_])[^\w\s]+(?=[^\W_])")
 _PHRASE_BREAK = re.compile(r"[^\w\s]+")
 _BIDI = re.compile("[\u200e\u200f\u061c\u202a-\u202e\u2066-\u2069]")
-_DRAFT_SQUEEZED = "writethereasonhere"
+_DRAFT_WORDS = _norm(DRAFT_REASON).split()  # write, the, reason, here
+_DRAFT_SQUEEZED = "".join(_DRAFT_WORDS)
 
 
 def _bracket(char: str, opening: bool) -> bool:
@@ -274,12 +273,15 @@ def holds_draft(text: str) -> bool:
     beside the rest of the drafted text ("Accepted changes: …"). Never a sentence that
     only holds words like it ("after the rewrite, the reason here is …"), nor two phrases
     ("… the first write. The reason here is latency")."""
+    if len(text) > 4 * MAX_CHARS:  # not read: rule 8 refuses it as too long, in a moment
+        return False
     readings = [_draft_reading(text)]
     if _BIDI.search(text):
         readings.append(readings[0][::-1])
     # Beside the rest of the drafted text ("… Accepted changes: …"), any phrase is its slot.
-    alone = _DRAFT_LOOSE_RATIO if "accepted changes" in _norm(text) else _DRAFT_RATIO
-    fuzz = _fuzz()
+    alone = _DRAFT_LOOSE_RATIO if "accepted changes" in " ".join(
+        _PHRASE_BREAK.sub(" ", readings[0]).split()) else _DRAFT_RATIO
+    count, fuzz = len(_DRAFT_WORDS), _fuzz()
     for seen in readings:
         bracketed: list[str] = []
         opened: int | None = None
@@ -293,7 +295,7 @@ def holds_draft(text: str) -> bool:
             words = phrase.split()
             squeezed = "".join(words)
             if _DRAFT_SQUEEZED in squeezed and any(
-                    "".join(words[i:i + 4]) == _DRAFT_SQUEEZED for i in range(len(words))):
+                    words[i:i + count] == _DRAFT_WORDS for i in range(len(words))):
                 return True
             if squeezed and fuzz.ratio(_DRAFT_SQUEEZED, squeezed) >= alone:
                 return True
