@@ -67,11 +67,13 @@ TIE_ADVICE = ("equal scores must come back in one order every time: sort by (sco
 
 @dataclass
 class Check:
-    """One row of the table: ``ok`` is ``None`` when the adapter gave nothing to judge."""
+    """One row of the table: ``ok`` is ``None`` when the adapter gave nothing to judge, or
+    (``ran`` false) when the check was not run at all."""
 
     name: str
     ok: bool | None
     detail: str
+    ran: bool = True
 
 
 class _Adapter:
@@ -363,7 +365,8 @@ def diagnose(config: Config) -> tuple[list[Check], dict[str, list[float]], str]:
                 # timeout (minutes at the default) only to say so once more.
                 checks.append(Check(label, False, _with_stderr(exc)))
                 checks += [Check(later, None, f"not run: the adapter did not answer in "
-                                              f"{label!r}") for later, _ in steps[done + 1:]]
+                                              f"{label!r}", ran=False)
+                           for later, _ in steps[done + 1:]]
                 break
             except GateError as exc:
                 checks.append(Check(label, False, _with_stderr(exc)))
@@ -408,7 +411,9 @@ def render(config: Config, checks: list[Check], latencies: dict[str, list[float]
             lines.append(f"    {method:<22}{len(values):>8}{_ms(values, 0.5):>8}"
                          f"{_ms(values, 0.95):>8}")
     failed = [c for c in checks if c.ok is False]
-    lines += ["", f"{len(checks) - len(failed)}/{len(checks)} checks conform" +
+    skipped = sum(1 for c in checks if not c.ran)
+    lines += ["", f"{len(checks) - len(failed) - skipped}/{len(checks)} checks conform" +
+              (f", {skipped} not run" if skipped else "") +
               ("" if not failed else f"; fix: {failed[0].name}")]
     if failed:
         lines.append("the protocol and how to debug an adapter: docs/adapters.md")
