@@ -209,6 +209,7 @@ RULES = {
     "order": "hits best first, scores non-increasing",
     "abstain": "abstain a boolean",
     "alike": "every worker is the same adapter: it answers the capabilities worker 1 answered",
+    "hit_text": "the writeback suite reads the text of every hit",
 }
 
 # What the standard JSON-RPC codes mean, said for a user (the code itself is for --debug).
@@ -1039,6 +1040,12 @@ class SuiteSession:
 
     def _violation(self, method: str, item: str | None, rule: str, why: str) -> GateError:
         return self.client.process.violation(_Where(method, self.suite, item), rule, why)
+
+    def broke(self, method: str, item: str | None, rule: str, why: str) -> GateError:
+        """A suite's own finding that an answer breaks the rule :data:`RULES` names ``rule``:
+        the process is killed and the error carries its last stderr lines, as for the
+        protocol's own rules."""
+        return self._violation(method, item, rule, why)
 
     def reset(self, item: str | None = None) -> None:
         self._call("reset", {}, item)

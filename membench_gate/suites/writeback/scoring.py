@@ -56,13 +56,18 @@ def _shown(answer: Answer, k: int) -> dict[str, Any]:
     return {"hits": hits, "abstained": answer.abstain}
 
 
-def _checked(answer: Answer, item: str) -> Answer:
-    """The answer, each of whose hits must carry the text the memory wrote."""
+def _checked(answer: Answer, item: str, session: Any) -> Answer:
+    """The answer, each of whose hits must carry the text the memory wrote. Through the
+    adapter boundary the error is the session's (with the adapter's last stderr lines)."""
     for hit in answer.hits:
         if hit.text is None:
+            why = f"hit {hit.id!r} has no text"
+            broke = getattr(session, "broke", None)
+            if broke is not None:
+                raise broke("search", item, "hit_text", why)
             raise GateError(f"adapter search() broke the protocol in suite writeback, item "
-                            f"{item}: hit {hit.id!r} has no text (docs/adapters.md: the "
-                            "writeback suite reads the text of every hit)")
+                            f"{item}: {why} (docs/adapters.md: the writeback suite reads the "
+                            "text of every hit)")
     return answer
 
 
@@ -108,7 +113,8 @@ def run(fx: Fixtures, session: SuiteSession, options: WritebackOptions,
         nonlocal done
         if item not in fx.digests:
             return None
-        answer = _checked(session.search(Query(text=text, k=k, source=source), item), item)
+        answer = _checked(session.search(Query(text=text, k=k, source=source), item), item,
+                          session)
         done += 1
         if progress:
             progress("writeback", done, total)

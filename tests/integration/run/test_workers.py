@@ -530,3 +530,20 @@ def test_a_worker_that_fails_to_stop_does_not_keep_the_others_running(tmp_path: 
         assert not any(folder.exists() for folder in folders)
     finally:
         stop()
+
+
+def test_doctor_does_not_blame_sharing_when_worker_one_never_found_its_records(
+        tmp_path: Path) -> None:
+    """A memory that finds nothing (here: no hits at all) fails the row that says so; the
+    workers row cannot tell sharing from that, and says it did not check."""
+    write_config(tmp_path, SMALL, "adapters_for_tests:Abstainer")
+    done = run_cli("doctor", "--jobs", "2", cwd=tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    rows = done.stdout.splitlines()
+    own = next(line for line in rows if "found by its own text" in line)
+    assert own.lstrip().startswith("FAIL"), own
+    line = next(line for line in rows if "two workers" in line)
+    assert line.lstrip().startswith("n/a") and "not checked" in line, line
+    assert "workers = 1 is required" not in line, line
+    summary = next(line for line in rows if "checks conform" in line)
+    assert "not applicable" in summary, summary

@@ -171,6 +171,7 @@ def test_hits_without_text_are_an_error_naming_the_item(tmp_path: Path) -> None:
     assert proc.returncode == 4
     assert "suite writeback, item wb-01-atlas-launch.f1" in proc.stderr
     assert "has no text" in proc.stderr
+    assert "  | textless writer: dropping the hits' text" in proc.stderr  # its stderr, as always
 
 
 # -- malformed sessions ------------------------------------------------------------------------
