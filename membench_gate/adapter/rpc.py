@@ -305,6 +305,7 @@ class AdapterProcess:
         self._killed = False
         self._exit_by: float | None = None  # set by shutdown: kill waits for the exit until then
         self._who = ""  # whose process, in a warning of its way out ("worker 2: ")
+        self._grace = SHUTDOWN_GRACE_S  # how long an answer to shutdown is awaited
         # Sealed (in CI), the adapter is the sandbox user's process, in the sealed copy; else the
         # gate's own user's, here. Either way on the memory's interpreter when one was prepared.
         sandbox = seal.current()
@@ -558,6 +559,10 @@ class AdapterProcess:
             hint = "; nothing came on its stdout: a slow start needs a larger timeout, and an " \
                 "adapter flushes each answer (docs/adapters.md, \"Debugging\")" \
                 if where.method == "initialize" and not self._buffer else ""
+            if where.method == "shutdown":  # (its own grace, whatever [adapter] timeout says)
+                raise self._stopped(NoAnswer(f"{where}: no answer within "
+                                             f"{self._grace:g}s (the shutdown grace)")) \
+                    from None
             raise self._stopped(NoAnswer(f"{where}: no answer within {self.timeout:g}s "
                                          f"([adapter] timeout){hint}")) from None
         if line is None:
@@ -697,12 +702,32 @@ class AdapterProcess:
         With ``wait`` false the process exits while the gate goes on (writing its results);
         :meth:`kill` then waits for what is left of the 5 s before it kills. ``who`` begins
         the warning of a ``close()`` that raised (``worker 2: `` when there are several)."""
+        self.end_shutdown(self.begin_shutdown(), wait, who)
+
+    def begin_shutdown(self) -> int | GateError | None:
+        """Send ``shutdown`` (what :meth:`end_shutdown` takes): several processes are sent it
+        before any answer is awaited, so their grace periods run at once, not one after
+        another. ``None`` for a process already stopped."""
         if self._dead:
+            return None
+        try:
+            return self.send(_Where("shutdown"), {})
+        except GateError as exc:
+            return exc
+
+    def end_shutdown(self, sent: int | GateError | None, wait: bool = True,
+                     who: str = "") -> None:
+        """Await the answer to the ``shutdown`` :meth:`begin_shutdown` sent, for what is left
+        of :data:`SHUTDOWN_GRACE_S` since it was sent, then close stdin (see :meth:`shutdown`)."""
+        if sent is None or self._dead:
             return
         try:
-            self.timeout = min(self.timeout, SHUTDOWN_GRACE_S) if self.timeout > 0 \
+            if isinstance(sent, GateError):
+                raise sent
+            self._grace = min(self.timeout, SHUTDOWN_GRACE_S) if self.timeout > 0 \
                 else SHUTDOWN_GRACE_S
-            self.call("shutdown", {})
+            self.timeout = max(1e-3, self._sent_at + self._grace - time.monotonic())
+            self.receive(sent, _Where("shutdown"))
         except GateError as exc:
             # The results are complete: a process that misbehaves on the way out is just killed.
             # An exception of its own code there (a Python adapter's close()) is said, once, and

@@ -275,7 +275,7 @@ def _workers_independent(config: Config) -> Check:
     """Worker 1 ingests the records; each other worker resets, ingests a probe and searches:
     it must see none of worker 1's records, and worker 1, after their resets, must still find
     its own and not the probe (docs/adapters.md, "Workers")."""
-    from membench_gate.run.workers import Workers, _named
+    from membench_gate.run.workers import Workers, named
 
     count = max(2, config.workers)
     name = workers_check(config.workers)
@@ -322,7 +322,7 @@ def _workers_independent(config: Config) -> Check:
                 return Check(name, False, f"worker 1 found {PROBE.id}, which another "
                              f"worker ingested: {SHARED_ADVICE}")
         except GateError as exc:  # a worker's crash, hang or broken answer: whose it was
-            raise _named(worker, exc) from None
+            raise named(worker, exc) from None
         workers.shutdown()
         return Check(name, True, f"{count} workers (MEMBENCH_WORKER 1-{count}), each "
                      "with its own store")

@@ -328,7 +328,12 @@ def _run_adapter(config: Config, loaded: dict[str, SuiteFixtures], seam: str,
                 kept.lend(processes)  # (refused, and stopped, once the selftest has stopped)
         if early is not None and not early.fits(count, several):
             processes = pool.Workers(config, numbers, several)
-        client = processes.first.client
+        try:
+            client = processes.first.client
+        except GateError as exc:  # several started: whose initialize it was
+            if processes.several:
+                raise pool.named(processes.first, exc) from None
+            raise
         for name in loaded:  # what a suite needs of the adapter, before any suite runs
             check_adapter = get(name).check_adapter
             if check_adapter is not None:

@@ -268,7 +268,7 @@ class Workers:
                 self._start(number)
         except BaseException as exc:
             self.kill()
-            raise _named(number, exc) from None
+            raise named(number, exc) from None
 
     def fits(self, count: int, several: bool) -> bool:
         """Whether these workers, started before the fixtures said how many get anything to
@@ -302,7 +302,7 @@ class Workers:
                     return [task(self.first)]
             except BaseException as exc:
                 if self.several:
-                    raise _named(self.first, exc) from None
+                    raise named(self.first, exc) from None
                 raise
         results: dict[int, T] = {}
 
@@ -327,7 +327,7 @@ class Workers:
                 thread.join()
         if self._failed is not None:
             worker, error = self._failed
-            raise _named(worker, error)
+            raise named(worker, error)
         return [results[w.number] for w in self.started]
 
     def _fail(self, worker: Worker | None, exc: BaseException) -> None:
@@ -348,9 +348,10 @@ class Workers:
         """``shutdown`` to every worker; their exits are awaited in the background (the gate
         goes on writing its results, a selftest starts its next run) and by the end of the
         command at the latest (:func:`membench_gate.adapter.rpc.reap`)."""
-        for worker in self.started:
-            worker.process.shutdown(wait=False,
-                                    who=f"worker {worker.number}: " if self.several else "")
+        sent = [worker.process.begin_shutdown() for worker in self.started]  # (graces at once)
+        for worker, ident in zip(self.started, sent, strict=True):
+            worker.process.end_shutdown(ident, wait=False,
+                                        who=f"worker {worker.number}: " if self.several else "")
         ended, self.started = self.started, []
         for worker in ended:
             if not rpc.let_exit(worker.process, worker.number,
@@ -493,7 +494,7 @@ def _remove(tmp: Path | None, remove: bool) -> None:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _named(worker: Worker | int, error: BaseException) -> BaseException:
+def named(worker: Worker | int, error: BaseException) -> BaseException:
     """A worker's error, its message and the adapter's stderr lines saying whose they are."""
     number = worker if isinstance(worker, int) else worker.number
     if isinstance(error, GateError) and not getattr(error, "worker", None):

@@ -865,7 +865,7 @@ def test_an_adapter_that_answers_shutdown_but_stays_is_killed_and_said(tmp_path:
 
 
 @pytest.mark.parametrize(("mode", "said"), [
-    ("hang", "no answer within 2s ([adapter] timeout)"),
+    ("hang", "no answer within 2s (the shutdown grace)"),
     ("crash", "the adapter process ended without answering (exit code 3)"),
 ])
 def test_a_shutdown_not_answered_is_said_and_the_run_stands(tmp_path: Path, mode: str,
@@ -878,6 +878,22 @@ def test_a_shutdown_not_answered_is_said_and_the_run_stands(tmp_path: Path, mode
                                                      "failed"), done.stderr
     assert warned[0].endswith(f"{said}; the run's results stand"), warned
     assert json.loads((folder / "r.json").read_text())["cells"]
+
+
+def test_workers_that_do_not_answer_shutdown_wait_out_one_grace_together(
+        tmp_path: Path) -> None:
+    """Each of two hanging workers is said, and their graces (here the 4 s timeout) overlap:
+    one after the other they would take 8 s."""
+    folder = scripted(tmp_path, "hang", "shutdown", timeout=4)
+    started = time.monotonic()
+    done = run_cli("run", "--jobs", "2", "--out", folder / "r.json", cwd=folder)
+    took = time.monotonic() - started
+    assert done.returncode == 0, done.stderr
+    warned = sorted(line for line in done.stderr.splitlines() if "warning" in line)
+    assert [w.split(": adapter shutdown()")[0] for w in warned] == [
+        "membench-gate: warning: worker 1", "membench-gate: warning: worker 2"], done.stderr
+    assert all("no answer within 4s (the shutdown grace)" in w for w in warned), warned
+    assert took < 7.5, took
 
 
 @pytest.mark.slow

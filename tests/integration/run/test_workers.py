@@ -547,3 +547,14 @@ def test_doctor_does_not_blame_sharing_when_worker_one_never_found_its_records(
     assert "workers = 1 is required" not in line, line
     summary = next(line for line in rows if "checks conform" in line)
     assert "not applicable" in summary, summary
+
+
+def test_worker_ones_failing_initialize_is_named_when_several_started(tmp_path: Path) -> None:
+    write_config(tmp_path, SMALL, "adapters_for_tests:broken_factory")
+    several = run_cli("run", "--jobs", "2", cwd=tmp_path)
+    one = run_cli("run", cwd=tmp_path)
+    errors = [[line for line in done.stderr.splitlines() if "error:" in line]
+              for done in (several, one)]
+    assert several.returncode == one.returncode == 4
+    assert errors[0][0].startswith("membench-gate: error: worker 1: adapter "), several.stderr
+    assert errors[0][0].replace("worker 1: ", "", 1) == errors[1][0], (several.stderr, one.stderr)
