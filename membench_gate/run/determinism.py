@@ -28,7 +28,7 @@ def run_twice(config: Config, progress: Progress | None,
     folder. The second starts once every adapter of the first allowed several processes
     (``capabilities.workers``), else after the first ends."""
     from membench_gate.process import joined
-    from membench_gate.run.runner import run
+    from membench_gate.run.runner import one_worker, run
     from membench_gate.run.workers import Kept, sharing
 
     if config.workers < 2:
@@ -40,8 +40,10 @@ def run_twice(config: Config, progress: Progress | None,
     allowed: list[bool] = []
     go = threading.Event()
 
-    def told(seam: str, ok: bool) -> None:
+    def told(seam: str, ok: bool, name: str) -> None:
         allowed.append(ok)
+        if not ok:  # the passes go one after the other, each with its one worker
+            one_worker(dict(config.by_seam())[seam], seam, name, config.workers)
         if ok and len(allowed) == len(config.by_seam()):
             go.set()
 

@@ -207,7 +207,7 @@ def run(config: Config, progress: Progress | None = None,
         shard: Shard | None = None,
         preloaded: tuple[str, dict[str, SuiteFixtures]] | None = None,
         first_worker: int = 1, alongside: bool = False,
-        on_start: Callable[[str, bool], None] | None = None,
+        on_start: Callable[[str, bool, str], None] | None = None,
         kept: Kept | None = None) -> Results:
     """Run every enabled suite of ``config`` against its adapter, in the adapter's own process
     (with seams, against each seam's adapter in turn, its cells named ``<seam>/<cell>``).
@@ -222,11 +222,12 @@ def run(config: Config, progress: Progress | None = None,
     Each adapter runs as ``config.workers`` processes (:mod:`membench_gate.run.workers`),
     numbered from ``first_worker``; ``alongside`` says other runs' adapters run at the same time
     (a selftest's mutants, the determinism check's second pass), so even one worker gets a temp
-    folder of its own. The results do not depend on either. ``on_start(seam, allowed)`` is told,
-    for each adapter once its first worker answered ``initialize``, whether it allows several
-    processes (``capabilities.workers``): what a caller waits for before it starts another run
-    of the same adapter beside this one. With ``kept`` (:class:`~membench_gate.run.workers.Kept`)
-    a run goes on in the processes an earlier run left there, and leaves its own."""
+    folder of its own. The results do not depend on either. ``on_start(seam, allowed, name)``
+    is told, for each adapter once its first worker answered ``initialize``, whether it allows
+    several processes (``capabilities.workers``), and the name it gave: what a caller waits for
+    before it starts another run of the same adapter beside this one. With ``kept``
+    (:class:`~membench_gate.run.workers.Kept`) a run goes on in the processes an earlier run
+    left there, and leaves its own."""
     started = datetime.now(timezone.utc)
     clock = time.perf_counter()
     for name, options in config.suites.items():
@@ -302,7 +303,7 @@ def _run_adapter(config: Config, loaded: dict[str, SuiteFixtures], seam: str,
                  shard: Shard | None, llm: Any,
                  into: tuple[dict[str, Cell], dict[str, Any], dict[str, dict[str, str]]],
                  numbering: tuple[int, bool] = (1, False),
-                 on_start: Callable[[str, bool], None] | None = None,
+                 on_start: Callable[[str, bool, str], None] | None = None,
                  kept: Kept | None = None, early: Workers | None = None) -> str:
     """Every suite of ``loaded`` against ``config``'s one adapter, in its workers, its cells and
     items put ``into`` (cells, items, digests) under ``seam``; the adapter's name. ``numbering``
@@ -339,9 +340,9 @@ def _run_adapter(config: Config, loaded: dict[str, SuiteFixtures], seam: str,
             if check_adapter is not None:
                 check_adapter(client.capabilities)
         if on_start is not None:
-            on_start(seam, client.capabilities.workers)
+            on_start(seam, client.capabilities.workers, client.name)
         if count > 1 and not client.capabilities.workers:
-            _one_worker(config, seam, client.name, count)
+            one_worker(config, seam, client.name, count)
             processes.one_only()
             count = 1
         elif count > 1:
@@ -411,7 +412,7 @@ def _suites(config: Config, client: rpc.AdapterClient, share: dict[str, SuiteFix
 _TOLD: set[tuple[str, str]] = set()  # adapters already said to run as one worker
 
 
-def _one_worker(config: Config, seam: str, name: str, asked: int) -> None:
+def one_worker(config: Config, seam: str, name: str, asked: int) -> None:
     """Say once per adapter that it runs as one worker, as it asks."""
     key = (seam, " ".join(config.adapter_command) if config.adapter_command else config.adapter)
     if key in _TOLD:

@@ -172,7 +172,7 @@ def _runs(config: Config, mutants: Sequence[type[Mutant]], log: bool, kept: Kept
     # The unmutated run in every worker (the same results as in one): each worker number's
     # process is then kept for its slot's mutants.
     base = _one(config, None, 0, total, log, 1, loaded, kept,
-                lambda _seam, ok: allowed.append(ok))
+                lambda _seam, ok, _name: allowed.append(ok))
     if not all(allowed):  # one shared store: the mutants one after the other, as one worker
         return [lambda: base, *(partial(_one, config, mutant, position, total, log, None, loaded,
                                         kept)
@@ -216,7 +216,7 @@ def announce(text: str) -> None:
 
 def _one(config: Config, mutant: type[Mutant] | None, position: int, total: int, log: bool,
          slot: int | None, loaded: tuple[str, dict[str, SuiteFixtures]], kept: Kept | None,
-         on_start: Callable[[str, bool], None] | None = None) -> Baseline:
+         on_start: Callable[[str, bool, str], None] | None = None) -> Baseline:
     """One run of the selftest: the unmutated one (``mutant`` None) or a mutant's, as worker
     ``slot`` beside the others' runs (None: alone, with the config's workers)."""
     if log and mutant is not None:

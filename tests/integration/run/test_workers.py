@@ -558,3 +558,16 @@ def test_worker_ones_failing_initialize_is_named_when_several_started(tmp_path: 
     assert several.returncode == one.returncode == 4
     assert errors[0][0].startswith("membench-gate: error: worker 1: adapter "), several.stderr
     assert errors[0][0].replace("worker 1: ", "", 1) == errors[1][0], (several.stderr, one.stderr)
+
+
+def test_the_determinism_check_says_an_adapter_with_one_store_runs_its_passes_in_turn(
+        tmp_path: Path) -> None:
+    from tests.support.gitrepos import commit, init
+
+    repo = init(tmp_path / "repo")
+    write_config(repo, SMALL, "adapters_for_tests:SingleStore", options=f'log = "{tmp_path}"')
+    commit(repo, "the gate", {})
+    done = run_cli("check", "--verify-determinism", "--jobs", "2", cwd=repo)
+    assert done.returncode == 2 and "runs' results are identical" in done.stdout, done.stderr
+    assert done.stderr.count("declares capabilities.workers false") == 1, done.stderr
+    assert "1 worker instead of 2" in done.stderr
