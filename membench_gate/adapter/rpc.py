@@ -1171,13 +1171,18 @@ def _batch(records: Sequence[Record]) -> RecordBatch:
     return RecordBatch({"records": [record_for_encoder(r) for r in records]}, records)
 
 
+_JSON_KINDS = {str: "a string", type(None): "null", bool: "a boolean", dict: "an object",
+               list: "an array"}
+
+
 def score_problem(score: Any) -> str | None:
     """What is wrong with a hit's score, worded to follow "has a score", or None: a number, and
     below 1e15 in magnitude — what a results file holds, said at the call instead of when the
     results are written. (Compared, not converted: an integer of hundreds of digits has no
     float.)"""
     if isinstance(score, bool) or not isinstance(score, (int, float)):
-        return f"that is not a finite number: {_short(score)}"
+        kind = _JSON_KINDS.get(type(score), type(score).__name__)
+        return f"that is not a number ({kind}): {_short(score)}"
     if not -MAX_MAGNITUDE < score < MAX_MAGNITUDE:
         return f"out of range: {_short(score)}"
     return None

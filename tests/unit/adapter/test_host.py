@@ -295,3 +295,14 @@ def test_any_batch_the_gate_writes_is_read_fast_into_the_general_paths_records(
     built = host._loads(line)["params"]["records"]
     assert type(built) is host._Built
     _same(built, _general(line))
+
+
+@pytest.mark.parametrize(("score", "said"), [
+    ("0.44", "that is not a number (a string): '0.44'"), (None, "that is not a number (null)"),
+    (True, "that is not a number (a boolean)"), ([1], "that is not a number (an array)"),
+    (1e15, "out of range: 1000000000000000.0"), (0.5, None), (-3, None),
+])
+def test_a_score_that_is_not_a_number_says_what_it_is(score: Any, said: str | None) -> None:
+    problem = rpc.score_problem(score)
+    assert problem == said if said is None or said.startswith("out") else \
+        problem is not None and problem.startswith(said)
