@@ -406,10 +406,11 @@ def _keep_freed_memory() -> None:
     batch frees for the next one. By default each request line of a megabyte, and each of the
     numeric scratch arrays a memory builds per batch, gets pages of its own from the system and
     hands them back when freed, so the next batch touches fresh pages again: 78,000 page faults
-    for 100,000 records into the reference memory, a quarter of the host's time there. With
-    both thresholds at :data:`MMAP_THRESHOLD` the same ingest faults half as often and takes
-    14% less time (benchmarks/README.md, "bench_boundary.py"); the price is at most that much
-    freed memory kept in the process. Nothing is changed where the C library is not glibc."""
+    for 100,000 records into the reference memory, against a few thousand for the same ingest
+    in a process that had run it before. With both thresholds at :data:`MMAP_THRESHOLD` the
+    hosted ingest faults a half to a third as often and takes 15% less time
+    (benchmarks/README.md, "bench_boundary.py"); the price is at most that much freed memory
+    kept in the process. Nothing is changed where the C library is not glibc."""
     try:
         if not (os.confstr("CS_GNU_LIBC_VERSION") or "").startswith("glibc"):
             return
