@@ -89,6 +89,12 @@ class InProcess:
     def shutdown(self, wait: bool = True, who: str = "") -> None:
         pass
 
+    def begin_shutdown(self) -> None:
+        return None
+
+    def end_shutdown(self, sent: None, wait: bool = True, who: str = "") -> None:
+        pass
+
     def kill(self) -> None:
         pass
 
