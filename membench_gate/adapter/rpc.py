@@ -1063,14 +1063,11 @@ class SuiteSession:
     def _call(self, method: str, params: Mapping[str, Any], item: str | None) -> Any:
         return self.client.call(method, params, self.suite, item)
 
-    def _violation(self, method: str, item: str | None, rule: str, why: str) -> GateError:
-        return self.client.process.violation(_Where(method, self.suite, item), rule, why)
-
     def broke(self, method: str, item: str | None, rule: str, why: str) -> GateError:
-        """A suite's own finding that an answer breaks the rule :data:`RULES` names ``rule``:
-        the process is killed and the error carries its last stderr lines, as for the
-        protocol's own rules."""
-        return self._violation(method, item, rule, why)
+        """An answer that breaks the rule :data:`RULES` names ``rule`` (the protocol's, or a
+        suite's own finding): the process is killed and the error carries its last stderr
+        lines."""
+        return self.client.process.violation(_Where(method, self.suite, item), rule, why)
 
     def reset(self, item: str | None = None) -> None:
         self._call("reset", {}, item)
@@ -1107,40 +1104,40 @@ class SuiteSession:
         result = self._call("push", {"query": query_to_wire(query)}, item)
         ids = result.get("ids") if isinstance(result, dict) else None
         if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
-            raise self._violation("push", item, "push", f"push must return {{\"ids\": [str, ...]}}, got "
+            raise self.broke("push", item, "push", f"push must return {{\"ids\": [str, ...]}}, got "
                                   f"{_short(result)}")
         text = result.get("text")
         if text is not None and not isinstance(text, str):
-            raise self._violation("push", item, "push_text", f"push text must be a string or null, "
+            raise self.broke("push", item, "push_text", f"push text must be a string or null, "
                                   f"got {_short(text)}")
         self._check_ids("push", item, ids, query.k, "ids")
         return Pushed(ids, text)
 
     def _check_ids(self, method: str, item: str, ids: list[str], k: int, what: str) -> None:
         if len(ids) > k:
-            raise self._violation(method, item, "k", f"{len(ids)} {what} for k={k}")
+            raise self.broke(method, item, "k", f"{len(ids)} {what} for k={k}")
         if len(set(ids)) != len(ids):
             twice = next(i for i in ids if ids.count(i) > 1)
-            raise self._violation(method, item, "unique", f"id {twice!r} returned twice")
+            raise self.broke(method, item, "unique", f"id {twice!r} returned twice")
         if self.known is not None:
             unknown = [i for i in ids if i not in self.known]
             if unknown:
-                raise self._violation(method, item, "known", f"id {unknown[0]!r} was never "
+                raise self.broke(method, item, "known", f"id {unknown[0]!r} was never "
                                       "ingested since the last reset")
 
     def _answer(self, result: Any, k: int, item: str) -> Answer:
         if not isinstance(result, dict) or not isinstance(result.get("hits"), list):
-            raise self._violation("search", item, "search", "search must return {\"hits\": [...], "
+            raise self.broke("search", item, "search", "search must return {\"hits\": [...], "
                                   f"\"abstain\": bool}}, got {_short(result)}")
         if not isinstance(result.get("abstain"), bool):
-            raise self._violation("search", item, "abstain", f"abstain must be a boolean, got "
+            raise self.broke("search", item, "abstain", f"abstain must be a boolean, got "
                                   f"{_got(result, 'abstain')}")
         hits: list[Hit] = []
         previous = math.inf
         for raw in result["hits"]:
             hit = self._hit(raw, item)
             if hit.score > previous:
-                raise self._violation("search", item, "order", f"hits are not best first: {hit.id!r} "
+                raise self.broke("search", item, "order", f"hits are not best first: {hit.id!r} "
                                       f"scores {hit.score:g} after {previous:g}")
             previous = hit.score
             hits.append(hit)
@@ -1149,19 +1146,19 @@ class SuiteSession:
 
     def _hit(self, raw: Any, item: str) -> Hit:
         if not isinstance(raw, dict) or not isinstance(raw.get("id"), str):
-            raise self._violation("search", item, "hit", f"a hit must be {{\"id\": str, \"score\": "
+            raise self.broke("search", item, "hit", f"a hit must be {{\"id\": str, \"score\": "
                                   f"number}}, got {_short(raw)}")
         score = raw.get("score")
         problem = score_problem(score) if "score" in raw else 'that is missing (no "score" at all)'
         if problem:
-            raise self._violation("search", item, "hit", f"hit {raw['id']!r} has a score {problem}")
+            raise self.broke("search", item, "hit", f"hit {raw['id']!r} has a score {problem}")
         for name in ("text", "entity"):
             if raw.get(name) is not None and not isinstance(raw[name], str):
-                raise self._violation("search", item, "hit_fields", f"hit {raw['id']!r}: {name} must be a "
+                raise self.broke("search", item, "hit_fields", f"hit {raw['id']!r}: {name} must be a "
                                       "string or null")
         provenance = raw.get("provenance")
         if provenance is not None and not isinstance(provenance, dict):
-            raise self._violation("search", item, "hit_fields", f"hit {raw['id']!r}: provenance must be an "
+            raise self.broke("search", item, "hit_fields", f"hit {raw['id']!r}: provenance must be an "
                                   "object {source, session, turn} or null")
         return Hit(raw["id"], float(score), raw.get("text"), raw.get("entity"), provenance)
 
